@@ -1,0 +1,59 @@
+"""Which backend this process runs kernels on: ``cpu``, ``cuda`` or ``aot``.
+
+Chosen once, before the first kernel module is imported: ``NBX_BACKEND`` when set, else ``cuda``
+when a GPU is visible, else ``cpu``. ``NBX_AOT_TARGET`` (default ``sm_90``) names the GPU the
+``aot`` backend compiles for. This module imports no Triton.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .device import CPU, Device
+from .errors import BackendError
+
+BACKENDS = ("cpu", "cuda", "aot")
+_current: str | None = None
+
+
+def current() -> str:
+    """The backend of this process, choosing it on first call."""
+    global _current
+    if _current is None:
+        want = os.environ.get("NBX_BACKEND", "").strip().lower() or None
+        if want is not None and want not in BACKENDS:
+            raise BackendError(f"NBX_BACKEND={want!r} is not a backend: use one of {', '.join(BACKENDS)}")
+        if want is None:
+            from .memory.cuda import device_count
+
+            want = "cuda" if device_count() > 0 else "cpu"
+        if want == "cuda":
+            from .memory.cuda import device_count
+
+            if device_count() == 0:
+                raise BackendError("NBX_BACKEND=cuda but no CUDA device is visible: use NBX_BACKEND=cpu")
+        # Triton 3.9 warns unless told; keep its default (fused multiply-add on).
+        os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+        if want in ("cpu", "aot"):
+            # Triton reads this when a kernel is decorated; it must be set before any kernel module.
+            os.environ["TRITON_INTERPRET"] = "1" if want == "cpu" else "0"
+        _current = want
+    return _current
+
+
+def default_device() -> Device:
+    """Where new tensors go unless told otherwise: ``cuda:0`` on the cuda backend, else the host."""
+    return Device("cuda", 0) if current() == "cuda" else CPU
+
+
+def kernel_device_type() -> str:
+    """The device type the backend's kernels read and write."""
+    return "cuda" if current() == "cuda" else "cpu"
+
+
+def aot_target() -> tuple[int, int]:
+    """(compute capability, warp size) the aot backend compiles for, from ``NBX_AOT_TARGET``."""
+    spec = os.environ.get("NBX_AOT_TARGET", "sm_90").strip().lower()
+    if not spec.startswith("sm_") or not spec[3:].rstrip("a").isdigit():
+        raise BackendError(f"NBX_AOT_TARGET={spec!r}: write sm_NN, for example sm_90")
+    return int(spec[3:].rstrip("a")), 32

@@ -1,0 +1,49 @@
+"""Strided copy with dtype cast: the kernel behind contiguous, clone, _to_copy, copy_ and cat."""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from ..launch import BACKEND, block_size, cdiv, launch
+from ..shape import broadcast_strides, coalesce
+from ..tensor import NBXTensor
+from .indexing import block_indices, needs_int64, strided_offsets
+
+
+@triton.jit
+def cast_to(x, DST: tl.constexpr):
+    """``x`` converted to ``DST`` the way torch converts: bool is ``x != 0``, float8 via float32."""
+    if DST == tl.int1:
+        return x != 0
+    elif DST.is_fp8() or x.dtype.is_fp8() or DST == tl.bfloat16:
+        # Through float32 as torch converts; Triton's interpreter also mis-casts ints to bfloat16.
+        return x.to(tl.float32).to(DST, fp_downcast_rounding="rtne" if DST.is_fp8() else None)
+    else:
+        return x.to(DST)
+
+
+@triton.jit
+def _copy_kernel(dst_ptr, src_ptr, n, shape, dst_strides, src_strides,
+                 NDIM: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr):
+    idx, mask = block_indices(n, BLOCK, INT64)
+    src_off = strided_offsets(idx, shape, src_strides, NDIM)
+    dst_off = strided_offsets(idx, shape, dst_strides, NDIM)
+    x = tl.load(src_ptr + src_off, mask=mask)
+    tl.store(dst_ptr + dst_off, cast_to(x, dst_ptr.dtype.element_ty), mask=mask)
+
+
+def copy_into(dst: NBXTensor, src: NBXTensor) -> None:
+    """Write ``src`` (broadcast to ``dst``'s shape, cast to its dtype) into ``dst``'s elements.
+
+    Real tensors only; complex copies go through float32 views (see nbx_core.ops.copy).
+    """
+    n = dst.numel()
+    if n == 0:
+        return
+    src_strides = broadcast_strides(src.shape, src.stride(), dst.shape)
+    shape, (dst_st, src_st) = coalesce(dst.shape, dst.stride(), src_strides)
+    block = block_size(n, gpu=2048)
+    launch(_copy_kernel, (cdiv(n, block),), dst, src, n, shape, dst_st, src_st,
+           NDIM=len(shape), BLOCK=block, INT64=needs_int64(n, dst, src),
+           num_warps=8 if BACKEND != "cpu" else 1)

@@ -1,0 +1,48 @@
+"""Device helpers that turn a flat element index into strided offsets."""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from .. import launch as _launch  # noqa: F401  (configures Triton before the kernels below)
+from ..tensor import NBXTensor
+
+_INT32_MAX = 2**31 - 1
+
+
+def needs_int64(n: int, *tensors: NBXTensor) -> bool:
+    """Whether a flat index or an element offset of a launch over ``n`` elements can pass 2**31."""
+    if n > _INT32_MAX:
+        return True
+    for t in tensors:
+        if sum(abs(st) * (s - 1) for s, st in zip(t.shape, t.stride(), strict=True)) > _INT32_MAX:
+            return True
+    return False
+
+
+@triton.jit
+def strided_offsets(idx, shape, strides, NDIM: tl.constexpr):
+    """Offsets of the row-major elements ``idx`` of a tensor with ``shape`` and ``strides``."""
+    if NDIM == 1:
+        off = idx * strides[0]
+    else:
+        rem = idx
+        off = (rem % shape[NDIM - 1]) * strides[NDIM - 1]
+        rem = rem // shape[NDIM - 1]
+        for i in tl.static_range(1, NDIM - 1):
+            off += (rem % shape[NDIM - 1 - i]) * strides[NDIM - 1 - i]
+            rem = rem // shape[NDIM - 1 - i]
+        off += rem * strides[0]
+    return off
+
+
+@triton.jit
+def block_indices(n, BLOCK: tl.constexpr, INT64: tl.constexpr):
+    """This program's element indices and their in-range mask; int64 math when ``INT64``."""
+    pid = tl.program_id(0)
+    if INT64:
+        idx = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK).to(tl.int64)
+    else:
+        idx = pid * BLOCK + tl.arange(0, BLOCK)
+    return idx, idx < n

@@ -1,0 +1,234 @@
+"""The one seam every kernel launch goes through.
+
+``launch(kernel, grid, *args, **meta)`` replaces ``kernel[grid](*args, **meta)``. NBXTensor
+arguments become what the backend's launcher reads; the backend decides what a launch means:
+
+- ``cpu``: the kernel runs under Triton's interpreter on host memory.
+- ``cuda``: the first launch of a signature compiles through Triton; later launches of the same
+  signature skip Triton's per-call binding and call the compiled kernel directly.
+- ``aot``: the kernel is compiled for ``NBX_AOT_TARGET`` (default sm_90) and not run, through a
+  stand-in Triton driver that reports that target, so no GPU is needed.
+
+Importing this module chooses the backend and configures Triton before any kernel is defined, so a
+kernel module must import it before its ``@triton.jit`` definitions run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from . import backend as _backend
+from .errors import DeviceError, NbxTypeError
+from .tensor import NBXTensor
+
+BACKEND = _backend.current()
+
+import triton  # noqa: E402  (Triton must see the backend's settings when first imported)
+
+Grid = tuple[int, ...] | Callable[[dict[str, Any]], tuple[int, ...]]
+
+
+class _InterpArg:
+    """What Triton's interpreter reads of a tensor argument (the torch storage protocol)."""
+
+    __slots__ = ("_storage", "_offset", "_shape", "_strides", "dtype")
+
+    def __init__(self, storage: Any, offset: int, shape: tuple, strides: tuple, dtype: Any) -> None:
+        self._storage = storage
+        self._offset = offset
+        self._shape = shape
+        self._strides = strides
+        self.dtype = dtype
+
+    def data_ptr(self) -> int:
+        return self._storage.ptr + self._offset * self.dtype.itemsize
+
+    def untyped_storage(self) -> Any:
+        return self._storage
+
+    def new_empty(self, *args: Any, **kwargs: Any) -> _InterpArg:
+        return _InterpArg(self._storage, 0, (0,), (1,), self.dtype)
+
+    def set_(self, storage: Any, offset: int, size: tuple, stride: tuple) -> _InterpArg:
+        self._storage, self._offset, self._shape, self._strides = storage, offset, tuple(size), tuple(stride)
+        return self
+
+    def storage_offset(self) -> int:
+        return self._offset
+
+    def size(self) -> tuple:
+        return self._shape
+
+    def stride(self) -> tuple:
+        return self._strides
+
+
+def _wrong_device(t: NBXTensor, want: str) -> DeviceError:
+    return DeviceError(
+        f"a kernel on the {BACKEND} backend got a tensor on {t.device}: move it with .to('{want}') "
+        f"or choose the backend with NBX_BACKEND"
+    )
+
+
+if BACKEND == "aot":
+    from triton.backends.compiler import GPUTarget
+    from triton.backends.driver import DriverBase
+
+    class _AotDriver(DriverBase):
+        """Reports the aot target so Triton compiles for it; it can launch nothing."""
+
+        def __init__(self) -> None:
+            cc, warp = _backend.aot_target()
+            self.target = GPUTarget("cuda", cc, warp)
+
+        @classmethod
+        def is_active(cls) -> bool:
+            return False
+
+        def get_current_target(self) -> Any:
+            return self.target
+
+        def get_current_device(self) -> int:
+            return 0
+
+        def get_current_stream(self, device: Any = None) -> int:
+            return 0
+
+        def get_active_torch_device(self) -> Any:
+            raise DeviceError("the aot backend has no device")
+
+        def map_python_to_cpp_type(self, ty: str) -> str:
+            raise DeviceError("the aot backend launches nothing")
+
+        def get_benchmarker(self) -> Any:
+            raise DeviceError("the aot backend cannot benchmark")
+
+        def get_device_interface(self) -> Any:
+            raise DeviceError("the aot backend has no device interface")
+
+    triton.runtime.driver.set_active(_AotDriver())
+
+compiled_variants: set[tuple] = set()
+"""Signatures the aot backend compiled in this process (tests read it to report coverage)."""
+
+
+def _spec(value: Any) -> Any:
+    """The part of an argument that selects a compiled variant (Triton's specialization rules)."""
+    if isinstance(value, NBXTensor):
+        return (value.dtype.name, value.data_ptr() % 16 == 0)
+    if isinstance(value, bool):
+        return ("b", value)
+    if isinstance(value, int):
+        return ("i", value == 1, value % 16 == 0, -(2**31) <= value < 2**31)
+    if isinstance(value, float):
+        return "f"
+    if isinstance(value, tuple):
+        return tuple(_spec(v) for v in value)
+    if value is None:
+        return None
+    return ("c", id(value)) if callable(value) else ("v", value)
+
+
+class _CudaLauncher:
+    """Per-kernel cache of compiled variants and of the argument order Triton's launcher wants."""
+
+    __slots__ = ("kernel", "names", "defaults", "cache", "option_keys")
+
+    def __init__(self, kernel: Any) -> None:
+        self.kernel = kernel
+        self.names = list(kernel.arg_names)
+        self.defaults = {p.name: p.default for p in kernel.params if p.has_default}
+        self.cache: dict[tuple, Any] = {}
+
+    def __call__(self, grid: Sequence[int], args: tuple, kwargs: dict[str, Any]) -> None:
+        key = (tuple(_spec(a) for a in args), tuple((k, _spec(v)) for k, v in kwargs.items()))
+        compiled = self.cache.get(key)
+        if compiled is None:
+            compiled = self.kernel.run(*[_cuda_arg(a) for a in args], grid=tuple(grid), warmup=False, **kwargs)
+            self.cache[key] = compiled
+            return
+        bound = list(args)
+        for name in self.names[len(args):]:
+            bound.append(kwargs[name] if name in kwargs else self.defaults[name])
+        g = (*grid, 1, 1)
+        compiled.run(g[0], g[1], g[2], 0, compiled.function, compiled.packed_metadata, None, None, None,
+                     *[a.data_ptr() if isinstance(a, NBXTensor) else a for a in bound])
+
+
+class _CudaPtr:
+    """A device pointer with the dtype Triton types it by (first launch of a signature only)."""
+
+    __slots__ = ("ptr", "dtype")
+
+    def __init__(self, t: NBXTensor) -> None:
+        self.ptr = t.data_ptr()
+        self.dtype = t.dtype
+
+    def data_ptr(self) -> int:
+        return self.ptr
+
+
+def _cuda_arg(a: Any) -> Any:
+    return _CudaPtr(a) if isinstance(a, NBXTensor) else a
+
+
+def _check_args(args: Sequence[Any], kwargs: dict[str, Any]) -> None:
+    want = "cuda" if BACKEND == "cuda" else "cpu"
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, NBXTensor) and a.device.type != want:
+            raise _wrong_device(a, want)
+
+
+def _interp_args(args: Sequence[Any]) -> list[Any]:
+    return [
+        _InterpArg(a._storage, a._offset, a._shape, a._strides, a.dtype) if isinstance(a, NBXTensor) else a
+        for a in args
+    ]
+
+
+def launch(kernel: Any, grid: Sequence[int], *args: Any, **kwargs: Any) -> None:
+    """Launch ``kernel`` over ``grid`` with ``args``; a grid with a zero dimension launches nothing.
+
+    Tensor arguments must be passed positionally; keywords carry constexprs and compile options
+    (``num_warps``, ``num_stages``).
+    """
+    if not isinstance(grid, tuple):
+        raise NbxTypeError(f"launch: grid must be a tuple of ints, got {type(grid).__name__}")
+    if any(g == 0 for g in grid):
+        return
+    _check_args(args, kwargs)
+    if BACKEND == "cuda":
+        launcher = _cuda_launchers.get(kernel)
+        if launcher is None:
+            from .memory.cuda import ensure_context
+
+            ensure_context(0)
+            launcher = _cuda_launchers[kernel] = _CudaLauncher(kernel)
+        launcher(grid, args, kwargs)
+    elif BACKEND == "cpu":
+        kernel[grid](*_interp_args(args), **kwargs)
+    else:
+        key = (id(kernel), tuple(_spec(a) for a in args), tuple((k, _spec(v)) for k, v in kwargs.items()))
+        if key not in compiled_variants:
+            kernel.warmup(*args, grid=grid, **kwargs)
+            compiled_variants.add(key)
+
+
+_cuda_launchers: dict[Any, _CudaLauncher] = {}
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def next_pow2(n: int) -> int:
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def block_size(n: int, gpu: int = 1024, cpu_cap: int = 1 << 16) -> int:
+    """A 1-D block for ``n`` elements: ``gpu`` on a GPU; on the interpreter, as few programs as the
+    host memory of one program allows, since each program costs Python time there."""
+    if BACKEND == "cpu":
+        return min(next_pow2(n), cpu_cap)
+    return gpu

@@ -1,0 +1,183 @@
+"""The generic elementwise launcher: broadcasting, strides, type promotion and the launch, once.
+
+A plugin writes an op as its math, a ``@triton.jit`` function of the loaded operands and a tuple
+of extra scalars, and calls :func:`pointwise`::
+
+    @triton.jit
+    def _silu(x, sc):
+        return x / (1.0 + tl.exp(-x))
+
+    def silu(self):
+        return pointwise("aten::silu", _silu, self, float_op=True)
+
+Operands are NBXTensors or Python numbers (up to four). Tensors broadcast together; numbers take
+part in type promotion by torch's rules (they do not widen a tensor's dtype within its category)
+and reach the math as values of the compute dtype. Half types and float8 compute in float32 and
+round once at the store. ``sc`` carries op parameters (alpha, slopes, bounds); Triton types a
+Python float parameter as float32, so an op that needs a float64-exact constant passes it as a
+number operand instead.
+"""
+
+
+from collections.abc import Sequence
+from typing import Any
+
+import triton
+import triton.language as tl
+
+from . import dtypes as D
+from .errors import NbxTypeError, NbxValueError
+from .kernels.copy import cast_to
+from .kernels.indexing import block_indices, needs_int64, strided_offsets
+from .launch import BACKEND, block_size, cdiv, launch
+from .shape import broadcast_shapes, broadcast_strides, coalesce
+from .tensor import NBXTensor, check_device, empty_tensor
+
+MAX_OPERANDS = 4
+_TL = {
+    "bool": tl.int1, "uint8": tl.uint8, "int8": tl.int8, "int16": tl.int16, "int32": tl.int32,
+    "int64": tl.int64, "float16": tl.float16, "bfloat16": tl.bfloat16, "float32": tl.float32,
+    "float64": tl.float64, "float8_e4m3fn": tl.float8e4nv, "float8_e5m2": tl.float8e5,
+}
+
+
+def tl_dtype(dtype: D.DType) -> Any:
+    """The Triton type of an NBX dtype (complex has none: kernels see complex as float32 pairs)."""
+    try:
+        return _TL[dtype.name]
+    except KeyError:
+        raise NbxTypeError(f"{dtype} has no Triton element type: view complex tensors as real first") from None
+
+
+@triton.jit
+def _operand(ptr, fval, ival, idx, mask, shape, strides, KIND: tl.constexpr, NDIM: tl.constexpr,
+             COMPUTE: tl.constexpr, BLOCK: tl.constexpr):
+    # KIND 1: a tensor; 2: a float scalar; 3: an integer or bool scalar.
+    if KIND == 1:
+        v = tl.load(ptr + strided_offsets(idx, shape, strides, NDIM), mask=mask)
+        v = cast_to(v, COMPUTE)
+    elif KIND == 2:
+        v = cast_to(tl.full([BLOCK], fval, tl.float64), COMPUTE)
+    else:
+        v = cast_to(tl.full([BLOCK], ival, tl.int64), COMPUTE)
+    return v
+
+
+@triton.jit
+def _pointwise_kernel(
+    out_ptr, n, shape, out_strides,
+    p0, f0: tl.float64, i0: tl.int64, s0,
+    p1, f1: tl.float64, i1: tl.int64, s1,
+    p2, f2: tl.float64, i2: tl.int64, s2,
+    p3, f3: tl.float64, i3: tl.int64, s3,
+    sc,
+    FN: tl.constexpr, ARITY: tl.constexpr, KINDS: tl.constexpr, COMPUTE: tl.constexpr,
+    NDIM: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr,
+):
+    idx, mask = block_indices(n, BLOCK, INT64)
+    x0 = _operand(p0, f0, i0, idx, mask, shape, s0, KINDS[0], NDIM, COMPUTE, BLOCK)
+    if ARITY == 1:
+        y = FN(x0, sc)
+    else:
+        x1 = _operand(p1, f1, i1, idx, mask, shape, s1, KINDS[1], NDIM, COMPUTE, BLOCK)
+        if ARITY == 2:
+            y = FN(x0, x1, sc)
+        else:
+            x2 = _operand(p2, f2, i2, idx, mask, shape, s2, KINDS[2], NDIM, COMPUTE, BLOCK)
+            if ARITY == 3:
+                y = FN(x0, x1, x2, sc)
+            else:
+                x3 = _operand(p3, f3, i3, idx, mask, shape, s3, KINDS[3], NDIM, COMPUTE, BLOCK)
+                y = FN(x0, x1, x2, x3, sc)
+    tl.store(out_ptr + strided_offsets(idx, shape, out_strides, NDIM), cast_to(y, out_ptr.dtype.element_ty),
+             mask=mask)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, bool | int | float)
+
+
+def check_castable(op: str, result: D.DType, out: D.DType) -> None:
+    """torch's rule for in-place and ``out=`` results: no lowering of the dtype's category."""
+    if result.category > out.category:
+        raise NbxTypeError(
+            f"{op}: result type {result} can't be cast to the desired output type {out}: "
+            "use the out-of-place op or cast the output first"
+        )
+
+
+def pointwise(
+    op: str,
+    fn: Any,
+    *operands: NBXTensor | bool | int | float,
+    dtype: D.DType | None = None,
+    compute: D.DType | None = None,
+    out_dtype: D.DType | None = None,
+    float_op: bool = False,
+    sc: Sequence[int | float] = (),
+    out: NBXTensor | None = None,
+) -> NBXTensor:
+    """Apply the ``@triton.jit`` math ``fn`` elementwise over broadcast ``operands``.
+
+    ``dtype`` fixes the common dtype (default: torch's result_type of the operands; with
+    ``float_op`` an integer or bool result becomes the default float, as for ``sqrt`` or true
+    division). ``compute`` is the dtype the math sees (default: the common dtype, half types
+    widened to float32). ``out_dtype`` is the stored dtype (default: the common dtype; comparisons
+    pass bool). ``out`` writes in place into an existing tensor of the broadcast shape.
+    """
+    if not 1 <= len(operands) <= MAX_OPERANDS:
+        raise NbxValueError(f"{op}: pointwise takes 1 to {MAX_OPERANDS} operands, got {len(operands)}")
+    tensors = [t for t in operands if isinstance(t, NBXTensor)]
+    for i, v in enumerate(operands):
+        if not isinstance(v, NBXTensor) and not _is_number(v):
+            raise NbxTypeError(f"{op}: operand {i} must be a tensor or a number, got {type(v).__name__}")
+    if not tensors and out is None:
+        raise NbxTypeError(f"{op}: needs at least one tensor operand")
+    device = check_device(op, *tensors, *([out] if out is not None else []))
+    common = dtype if dtype is not None else D.result_type(*operands)
+    if float_op and not dtype and common.category < 2:
+        common = D.default_float
+    if common.is_complex:
+        raise NbxTypeError(f"{op}: complex inputs are not supported by this op in NBX")
+    comp = compute if compute is not None else D.compute_dtype(common)
+    result = out_dtype if out_dtype is not None else common
+    shape = broadcast_shapes(op, *(t.shape for t in tensors))
+    if out is not None:
+        if out.shape != shape:
+            if broadcast_shapes(op, out.shape, shape) != out.shape:
+                raise NbxValueError(f"{op}: output of shape {out.shape} cannot hold the result of shape {shape}")
+            shape = out.shape
+        check_castable(op, result, out.dtype)
+    else:
+        out = empty_tensor(shape, result, device)
+    n = out.numel()
+    if n == 0:
+        return out
+    strides = [out.stride()]
+    for t in tensors:
+        strides.append(broadcast_strides(t.shape, t.stride(), shape))
+    cshape, cstrides = coalesce(shape, *strides)
+    args: list[Any] = []
+    kinds: list[int] = []
+    k = 1
+    for v in operands:
+        if isinstance(v, NBXTensor):
+            args += [v, 0.0, 0, cstrides[k]]
+            kinds.append(1)
+            k += 1
+        elif isinstance(v, float):
+            args += [out, float(v), 0, cstrides[0]]
+            kinds.append(2)
+        else:
+            args += [out, 0.0, int(v), cstrides[0]]
+            kinds.append(3)
+    for _ in range(MAX_OPERANDS - len(operands)):
+        args += [out, 0.0, 0, cstrides[0]]
+        kinds.append(0)
+    block = block_size(n, gpu=1024)
+    launch(
+        _pointwise_kernel, (cdiv(n, block),), out, n, cshape, cstrides[0], *args, tuple(sc),
+        FN=fn, ARITY=len(operands), KINDS=tuple(kinds), COMPUTE=tl_dtype(comp), NDIM=len(cshape),
+        BLOCK=block, INT64=needs_int64(n, out, *tensors), num_warps=4 if BACKEND != "cpu" else 1,
+    )
+    return out

@@ -1,0 +1,293 @@
+"""NBXTensor: storage + shape + strides + offset + dtype, on the host or a CUDA device.
+
+Metadata ops (view, permute, expand, slice …) are stride arithmetic with ATen's rules and never
+touch data; they live in :mod:`nbx_core.ops.views` and are bound here as methods. Ops that move
+data (copy, cast, contiguous) run kernels and are imported lazily so that importing this module
+pulls in no Triton.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from . import dtypes as D
+from .device import CPU, Device, as_device
+from .errors import DeviceError, NbxTypeError, NbxValueError
+from .memory import allocate
+from .memory.host import HostStorage
+from .shape import contiguous_strides, is_contiguous, numel
+
+
+class NBXTensor:
+    """A strided view of a storage. Build one with :func:`nbx_core.tensor` or a creation op."""
+
+    __slots__ = ("_storage", "_shape", "_strides", "_offset", "dtype", "__weakref__")
+    __array_priority__ = 1000
+
+    def __init__(self, storage: Any, shape: Sequence[int], strides: Sequence[int], offset: int,
+                 dtype: D.DType) -> None:
+        self._storage = storage
+        self._shape = tuple(shape)
+        self._strides = tuple(strides)
+        self._offset = offset
+        self.dtype = dtype
+
+    # -- metadata -----------------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._shape
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    def dim(self) -> int:
+        return len(self._shape)
+
+    def size(self, dim: int | None = None):
+        if dim is None:
+            return self._shape
+        from .shape import wrap_dim
+
+        return self._shape[wrap_dim("size", dim, self.ndim)] if self.ndim else 1
+
+    def stride(self, dim: int | None = None):
+        if dim is None:
+            return self._strides
+        from .shape import wrap_dim
+
+        return self._strides[wrap_dim("stride", dim, self.ndim)] if self.ndim else 1
+
+    def storage_offset(self) -> int:
+        return self._offset
+
+    def numel(self) -> int:
+        return numel(self._shape)
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def device(self) -> Device:
+        return self._storage.device
+
+    @property
+    def storage(self) -> Any:
+        return self._storage
+
+    def data_ptr(self) -> int:
+        return self._storage.ptr + self._offset * self.dtype.itemsize
+
+    def is_contiguous(self) -> bool:
+        return is_contiguous(self._shape, self._strides)
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    def __len__(self) -> int:
+        if not self._shape:
+            raise NbxTypeError("len() of a 0-dim tensor")
+        return self._shape[0]
+
+    # -- data movement ----------------------------------------------------------------------------
+    def numpy(self) -> np.ndarray:
+        """The values as a numpy array: a view of host memory when possible, a copy otherwise.
+
+        Device tensors are copied to the host. bfloat16 and float8 come back as ml_dtypes arrays.
+        """
+        if self.device.type != "cpu":
+            return self.to(CPU).numpy()
+        if self.numel() == 0:
+            return np.empty(self._shape, self.dtype.np)
+        item = self.dtype.itemsize
+        lo = self._offset + sum(min(0, st * (s - 1)) for s, st in zip(self._shape, self._strides, strict=True))
+        hi = self._offset + sum(max(0, st * (s - 1)) for s, st in zip(self._shape, self._strides, strict=True))
+        if lo < 0 or (hi + 1) * item > self._storage.nbytes:
+            raise NbxValueError(f"tensor view (offset {self._offset}, strides {self._strides}) lies outside "
+                                f"its storage of {self._storage.nbytes} bytes")
+        # as_strided goes through __array_interface__, which cannot spell ml_dtypes' float8 types:
+        # stride a same-width integer view, then reinterpret.
+        raw = self._storage.array[: self._storage.nbytes].view(f"u{item}")
+        out = np.lib.stride_tricks.as_strided(
+            raw[self._offset:], shape=self._shape, strides=tuple(s * item for s in self._strides),
+            writeable=True,
+        )
+        return out.view(self.dtype.np)
+
+    def tolist(self) -> Any:
+        return self.numpy().tolist() if self.dtype.np.kind != "V" else self.numpy().astype(np.float32).tolist()
+
+    def item(self) -> bool | int | float | complex:
+        """The single value of a one-element tensor as a Python scalar."""
+        if self.numel() != 1:
+            raise NbxValueError(f"item: a tensor with {self.numel()} elements cannot be converted to a scalar")
+        value = self.numpy().reshape(()).item() if self.device.type == "cpu" else self.to(CPU).item()
+        if self.dtype.is_floating_point and not isinstance(value, float):
+            value = float(value)
+        return value
+
+    def to(self, *args: Any, **kwargs: Any) -> NBXTensor:
+        """``to(device)``, ``to(dtype)``, ``to(device, dtype)`` or keywords; returns self when nothing changes."""
+        device = kwargs.pop("device", None)
+        dtype = kwargs.pop("dtype", None)
+        copy = kwargs.pop("copy", False)
+        kwargs.pop("non_blocking", None)
+        if kwargs:
+            raise NbxTypeError(f"to: unexpected keyword arguments {sorted(kwargs)}")
+        for a in args:
+            if isinstance(a, D.DType) or (type(a).__module__ == "torch" and "dtype" in type(a).__name__) or (
+                    isinstance(a, str) and a.removeprefix("torch.") in D.NAMES):
+                dtype = a
+            elif isinstance(a, NBXTensor):
+                device, dtype = a.device, a.dtype
+            else:
+                device = a
+        from .ops.copy import _to_copy
+
+        dev = as_device(device) if device is not None else self.device
+        dt = D.as_dtype(dtype) if dtype is not None else self.dtype
+        if dev == self.device and dt is self.dtype and not copy:
+            return self
+        return _to_copy(self, dtype=dt, device=dev)
+
+    def cpu(self) -> NBXTensor:
+        return self.to(CPU)
+
+    def cuda(self, index: int = 0) -> NBXTensor:
+        return self.to(Device("cuda", index))
+
+    # -- DLPack -----------------------------------------------------------------------------------
+    def __dlpack_device__(self) -> tuple[int, int]:
+        from .dlpack import dlpack_device
+
+        return dlpack_device(self)
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
+                   copy: Any = None) -> Any:
+        from .dlpack import to_dlpack
+
+        return to_dlpack(self, stream=stream, max_version=max_version)
+
+    # -- printing ---------------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        from .printing import tensor_repr
+
+        return tensor_repr(self)
+
+    __str__ = __repr__
+
+    def __bool__(self) -> bool:
+        if self.numel() != 1:
+            raise NbxValueError(
+                f"the truth value of a tensor with {self.numel()} elements is ambiguous: reduce it first"
+            )
+        return bool(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __index__(self) -> int:
+        if not self.dtype.is_integral or self.numel() != 1:
+            raise NbxTypeError("only one-element integer tensors can be used as an index")
+        return int(self.item())
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        arr = self.numpy()
+        return arr.astype(dtype) if dtype is not None else arr
+
+    def __iter__(self):
+        if not self._shape:
+            raise NbxTypeError("iteration over a 0-dim tensor")
+        return iter(self.unbind(0))
+
+
+def empty_tensor(shape: Sequence[int], dtype: D.DType, device: Device | None = None,
+                 zero: bool = False) -> NBXTensor:
+    """A new contiguous tensor with unspecified values (zeros when ``zero``)."""
+    from .backend import current
+
+    dev = device if device is not None else CPU
+    shape = tuple(shape)
+    # The aot backend runs no kernel, so host memory stays whatever it was: zero it to keep
+    # data-dependent host logic (sizes read back from a result) bounded there.
+    storage = allocate(numel(shape) * dtype.itemsize, dev, zero=zero or current() == "aot")
+    return NBXTensor(storage, shape, contiguous_strides(shape), 0, dtype)
+
+
+def _host_from_numpy(arr: np.ndarray, dtype: D.DType) -> NBXTensor:
+    """Share a numpy array's memory as a host tensor (no copy) when its strides allow it."""
+    item = arr.itemsize
+    if arr.size == 0 or arr.flags.c_contiguous or any(s < 0 or s % item for s in arr.strides):
+        arr = arr if arr.flags.c_contiguous else arr.copy(order="C")
+        storage = HostStorage.wrap(arr)
+        return NBXTensor(storage, arr.shape, contiguous_strides(arr.shape), 0, dtype)
+    extent = sum(st * (n - 1) for n, st in zip(arr.shape, arr.strides, strict=True)) + item
+    first = arr[(slice(0, 1),) * arr.ndim].reshape(1).view(np.uint8)
+    # as_strided keeps ``arr`` alive through the view's base chain.
+    raw = np.lib.stride_tricks.as_strided(first, shape=(extent,), strides=(1,))
+    return NBXTensor(HostStorage(raw), arr.shape, tuple(s // item for s in arr.strides), 0, dtype)
+
+
+def tensor(data: Any, dtype: Any = None, device: Any = None) -> NBXTensor:
+    """A new tensor holding a copy of ``data`` (nested lists, scalars, numpy arrays, NBXTensors).
+
+    Python floats give the default float dtype (float32) and ints int64, like ``torch.tensor``.
+    """
+    dt = D.as_dtype(dtype) if dtype is not None else None
+    if isinstance(data, NBXTensor):
+        out = data.to(device=device if device is not None else data.device, dtype=dt or data.dtype, copy=True)
+        return out
+    if type(data).__module__.startswith("torch"):
+        raise NbxTypeError("tensor: pass torch tensors through nbx_core.from_dlpack (zero-copy) instead")
+    if isinstance(data, np.ndarray):
+        arr = data
+        if dt is None:
+            dt = D.from_numpy(arr.dtype)
+    else:
+        arr = np.asarray(data)
+        if dt is None:
+            if arr.dtype.kind == "f":
+                dt = D.default_float
+            elif arr.dtype.kind == "c":
+                dt = D.complex64
+            elif arr.dtype.kind in "iu":
+                dt = D.int64 if arr.dtype.kind == "i" or arr.dtype.itemsize < 8 else D.from_numpy(arr.dtype)
+            elif arr.dtype.kind == "b":
+                dt = D.bool_
+            else:
+                raise NbxTypeError(f"tensor: cannot build a tensor from {type(data).__name__} data")
+    arr = np.array(arr, dtype=dt.np, copy=True, order="C")
+    host = _host_from_numpy(arr, dt)
+    dev = as_device(device) if device is not None else CPU
+    return host if dev.type == "cpu" else host.to(dev)
+
+
+def from_numpy(arr: np.ndarray) -> NBXTensor:
+    """A host tensor sharing ``arr``'s memory (no copy)."""
+    if not isinstance(arr, np.ndarray):
+        raise NbxTypeError(f"from_numpy: expected a numpy array, got {type(arr).__name__}")
+    return _host_from_numpy(arr, D.from_numpy(arr.dtype))
+
+
+def check_device(op: str, *tensors: NBXTensor) -> Device:
+    """The one device all ``tensors`` share; mixing devices is an error naming the op."""
+    dev = None
+    for t in tensors:
+        if not isinstance(t, NBXTensor):
+            continue
+        if dev is None:
+            dev = t.device
+        elif t.device != dev:
+            raise DeviceError(f"{op}: expected all tensors on one device, got {dev} and {t.device}: "
+                              "move them with .to(device) first")
+    return dev if dev is not None else CPU
+
+
+from . import methods as _methods  # noqa: E402,F401  (binds the op methods; needs the class above)

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The whole GPU pass in one call, for an H200 machine with no network (see README, "Contributing"):
+# install the project without dependencies, run the full test suite on the cuda backend, then the
+# benchmarks. Logs and JSON results go to the folder given as $1 (default: $OUT).
+#   scripts/gpu_check.sh OUTDIR [pytest args...]
+set -uo pipefail
+out=${1:-${OUT:?give an output folder}}
+shift || true
+mkdir -p "$out"
+cd "$(dirname "$0")/.."
+export PYTHONUNBUFFERED=1 NBX_BACKEND=cuda
+plugins=$(for p in plugins/*/; do printf -- '-e %s ' "$p"; done)
+# shellcheck disable=SC2086
+python3 -m pip install -q --no-deps --no-build-isolation -e . $plugins >"$out/install.log" 2>&1 \
+    || { tail -20 "$out/install.log"; exit 1; }
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >"$out/gpu.txt" 2>&1
+python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)" >>"$out/gpu.txt"
+cat "$out/gpu.txt"
+rc=0
+if [ "${SKIP_TESTS:-0}" != 1 ]; then
+    python3 -m pytest -q -n "${GPU_TEST_WORKERS:-8}" -p no:cacheprovider tests "$@" 2>&1 | tee "$out/tests-cuda.log" \
+        | tail -40 || rc=1
+fi
+if [ "${SKIP_BENCH:-0}" != 1 ]; then
+    python3 -m benchmarks.run --out "$out/results" ${BENCH_FAMILIES:+--families "$BENCH_FAMILIES"} 2>&1 \
+        | tee "$out/bench.log" | tail -120 || rc=1
+    # the device tool returns at most 8 files: ship the per-family JSON as one archive
+    tar czf "$out/results.tgz" -C "$out/results" . && rm -rf "$out/results"
+fi
+exit $rc
