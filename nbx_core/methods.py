@@ -1,39 +1,53 @@
 """Binds the core ops onto NBXTensor as methods, and operators onto the registry's kernels.
 
-Methods that only need core are bound directly. Arithmetic operators and advanced indexing call
-the registry, so they work once the plugin providing the op (nbx-elementwise, nbx-index) is installed.
+Core ops become methods on first attribute miss (see bind_ops). Arithmetic operators and advanced
+indexing call the registry, so they work once the plugin providing the op (nbx-elementwise,
+nbx-index) is installed.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .ops import copy as _copy
-from .ops import join as _join
-from .ops import scalar as _scalar
-from .ops import views as _views
 from .tensor import NBXTensor
 
-_METHODS = {
-    "view": _views.view, "view_as": _views.view_as, "reshape": _views.reshape, "reshape_as": _views.reshape_as,
-    "flatten": _views.flatten, "permute": _views.permute, "transpose": _views.transpose, "t": _views.t,
-    "movedim": _views.movedim, "expand": _views.expand, "expand_as": _views.expand_as,
-    "broadcast_to": _views.broadcast_to, "squeeze": _views.squeeze, "unsqueeze": _views.unsqueeze,
-    "narrow": _views.narrow, "select": _views.select, "as_strided": _views.as_strided,
-    "unfold": _views.unfold, "diagonal": _views.diagonal, "unbind": _views.unbind, "split": _views.split,
-    "split_with_sizes": _views.split_with_sizes, "chunk": _views.chunk, "tensor_split": _views.tensor_split,
-    "detach": _views.detach, "alias": _views.alias,
-    "contiguous": _copy.contiguous, "clone": _copy.clone, "copy_": _copy.copy_, "fill_": _copy.fill_,
-    "type_as": _copy.type_as, "repeat": _join.repeat, "equal": _scalar.equal, "resize_": _scalar.resize_,
-}
+_bound = False
 
-for _name, _fn in _METHODS.items():
-    setattr(NBXTensor, _name, _fn)
 
-NBXTensor.T = property(lambda self: _views.permute(self, list(range(self.ndim))[::-1]))
-NBXTensor.real = property(_views.real)
-NBXTensor.imag = property(_views.imag)
-NBXTensor.mT = property(lambda self: _views.transpose(self, -2, -1))
+def bind_ops() -> bool:
+    """Bind the core ops as NBXTensor methods; True the first time (NBXTensor.__getattr__ calls it).
+
+    Deferred to first use because the op modules themselves import nbx_core.tensor.
+    """
+    global _bound
+    if _bound:
+        return False
+    _bound = True
+    from .ops import copy as _copy
+    from .ops import join as _join
+    from .ops import scalar as _scalar
+    from .ops import views as _views
+
+    methods = {
+        "view": _views.view, "view_as": _views.view_as, "reshape": _views.reshape,
+        "reshape_as": _views.reshape_as, "flatten": _views.flatten, "permute": _views.permute,
+        "transpose": _views.transpose, "t": _views.t, "movedim": _views.movedim, "expand": _views.expand,
+        "expand_as": _views.expand_as, "broadcast_to": _views.broadcast_to, "squeeze": _views.squeeze,
+        "unsqueeze": _views.unsqueeze, "narrow": _views.narrow, "select": _views.select,
+        "as_strided": _views.as_strided, "unfold": _views.unfold, "diagonal": _views.diagonal,
+        "unbind": _views.unbind, "split": _views.split, "split_with_sizes": _views.split_with_sizes,
+        "chunk": _views.chunk, "tensor_split": _views.tensor_split, "detach": _views.detach,
+        "alias": _views.alias, "contiguous": _copy.contiguous, "clone": _copy.clone, "copy_": _copy.copy_,
+        "fill_": _copy.fill_, "type_as": _copy.type_as, "repeat": _join.repeat, "equal": _scalar.equal,
+        "resize_": _scalar.resize_,
+    }
+    for name, fn in methods.items():
+        setattr(NBXTensor, name, fn)
+    NBXTensor.T = property(lambda self: _views.permute(self, list(range(self.ndim))[::-1]))
+    NBXTensor.mT = property(lambda self: _views.transpose(self, -2, -1))
+    NBXTensor.real = property(_views.real)
+    NBXTensor.imag = property(_views.imag)
+    return True
 
 
 def _call(name: str, *args: Any, **kwargs: Any) -> Any:

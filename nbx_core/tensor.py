@@ -88,6 +88,14 @@ class NBXTensor:
     def is_cuda(self) -> bool:
         return self.device.type == "cuda"
 
+    def __getattr__(self, name: str) -> Any:
+        # The op methods (view, permute, clone ...) are bound on first use: their modules import this one.
+        from .methods import bind_ops
+
+        if not name.startswith("__") and bind_ops():
+            return getattr(self, name)
+        raise AttributeError(f"'NBXTensor' object has no attribute {name!r}")
+
     def __len__(self) -> int:
         if not self._shape:
             raise NbxTypeError("len() of a 0-dim tensor")

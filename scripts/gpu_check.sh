@@ -9,7 +9,7 @@ shift || true
 mkdir -p "$out"
 cd "$(dirname "$0")/.."
 export PYTHONUNBUFFERED=1 NBX_BACKEND=cuda
-plugins=$(for p in plugins/*/; do printf -- '-e %s ' "$p"; done)
+plugins=$(for p in ${PLUGINS:-plugins/*/}; do printf -- '-e %s ' "$p"; done)
 # shellcheck disable=SC2086
 python3 -m pip install -q --no-deps --no-build-isolation -e . $plugins >"$out/install.log" 2>&1 \
     || { tail -20 "$out/install.log"; exit 1; }
@@ -18,7 +18,7 @@ python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', tr
 cat "$out/gpu.txt"
 rc=0
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
-    python3 -m pytest -q -n "${GPU_TEST_WORKERS:-8}" -p no:cacheprovider tests "$@" 2>&1 | tee "$out/tests-cuda.log" \
+    python3 -m pytest -q -n "${GPU_TEST_WORKERS:-8}" -p no:cacheprovider "${@:-tests}" 2>&1 | tee "$out/tests-cuda.log" \
         | tail -40 || rc=1
 fi
 if [ "${SKIP_BENCH:-0}" != 1 ]; then

@@ -66,7 +66,8 @@ def _non_overlapping_and_dense(t: NBXTensor) -> bool:
 
 
 def _kernel_side(op: str, t: NBXTensor) -> None:
-    if t.device.type != kernel_device_type():
+    """Host tensors are always usable (numpy stands in on the cuda backend); device tensors need cuda."""
+    if t.device.type != "cpu" and t.device.type != kernel_device_type():
         raise DeviceError(
             f"{op}: the {kernel_device_type()} backend cannot run kernels on a tensor on {t.device}: "
             f"move it with .to('{kernel_device_type()}') first"
@@ -93,10 +94,25 @@ def _check_writable(op: str, dst: NBXTensor) -> None:
         )
 
 
+def _numpy_cast(arr: np.ndarray, dtype: D.DType) -> np.ndarray:
+    if dtype is D.bool_:
+        return arr != 0
+    if arr.dtype.kind == "c" and not dtype.is_complex:
+        arr = arr.real
+    if dtype.np.kind == "V" or dtype.is_float8 or dtype is D.bfloat16:
+        arr = arr.astype(np.float32)  # torch converts through float32 too
+    return arr.astype(dtype.np)
+
+
 def _copy_same_device(dst: NBXTensor, src: NBXTensor) -> None:
     from ..kernels.copy import copy_into
     from ..kernels.fill import fill_into
 
+    if dst.device.type != kernel_device_type():
+        _kernel_side("copy", dst)
+        # Host tensors on the cuda backend: numpy does the host-side work, no kernel runs.
+        np.copyto(dst.numpy(), _numpy_cast(src.numpy(), dst.dtype), casting="unsafe")
+        return
     if dst.dtype.is_complex:
         if src.dtype.is_complex:
             copy_into(views.view_as_real(dst), views.view_as_real(src))
@@ -120,7 +136,6 @@ def copy_(self: NBXTensor, src: NBXTensor, non_blocking: bool = False) -> NBXTen
         return self
     if src.device != self.device:
         src = _to_copy(src, device=self.device)
-    _kernel_side("copy_", self)
     if _overlaps(self, src):
         src = clone(src)
     _copy_same_device(self, src)
@@ -141,7 +156,6 @@ def clone(self: NBXTensor, memory_format: Any = None) -> NBXTensor:
         strides = dense_strides_like(self)
     out = _empty_strided(self.shape, strides, self.dtype, self.device)
     if self.numel():
-        _kernel_side("clone", self)
         _copy_same_device(out, self)
     return out
 
@@ -192,7 +206,6 @@ def _to_copy(self: NBXTensor, dtype: Any = None, layout: Any = None, device: Any
                              if memory_format is None or "preserve" in str(memory_format)
                              else contiguous_strides(self.shape), dt, dev)
         if self.numel():
-            _kernel_side("_to_copy", self)
             _copy_same_device(out, self)
         return out
     if dev.type == "cuda" and self.device.type == "cpu":
@@ -213,13 +226,7 @@ def _host_cast(t: NBXTensor, dtype: D.DType) -> NBXTensor:
     """A cast done with numpy, for host tensors on a backend whose kernels run on the GPU."""
     from ..tensor import from_numpy
 
-    arr = t.numpy()
-    if dtype is D.bool_:
-        res = arr != 0
-    elif t.dtype.is_complex and not dtype.is_complex:
-        res = arr.real.astype(dtype.np)
-    else:
-        res = arr.astype(dtype.np)
+    res = _numpy_cast(t.numpy(), dtype)
     return from_numpy(res if res.flags.c_contiguous else res.copy(order="C"))
 
 
@@ -265,7 +272,10 @@ def fill_(self: NBXTensor, value: Any) -> NBXTensor:
     v = scalar_value("fill_", value, self.dtype)
     if self.numel() == 0:
         return self
-    _kernel_side("fill_", self)
+    if self.device.type != kernel_device_type():
+        _kernel_side("fill_", self)
+        self.numpy()[...] = v
+        return self
     if self.dtype.is_complex:
         v = complex(v)
         fill_into(views.real(self), v.real)
