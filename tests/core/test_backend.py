@@ -50,8 +50,8 @@ def test_device_tensor_on_host_backend_is_refused():
         ptr, nbytes = 0, 16
 
     t = NBXTensor(FakeDeviceStorage(), (4,), (1,), 0, nbx_core.float32)
-    from nbx_core.launch import launch
     from nbx_core.kernels.fill import _fill_kernel
+    from nbx_core.launch import launch
 
     with pytest.raises(DeviceError, match="got a tensor on cuda:0"):
         launch(_fill_kernel, (1,), t, 0.0, 0, 4, (4,), (1,), FLOAT=True, NDIM=1, BLOCK=4, INT64=False)
