@@ -1,0 +1,1 @@
+"""acme-kernels: an example third-party NBX plugin (see docs/plugins.md)."""

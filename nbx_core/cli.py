@@ -1,0 +1,339 @@
+"""The ``nbx`` command.
+
+``nbx registry list|plugins|coverage|check`` audit the installed kernels; data goes to stdout (a
+table, or JSON with ``--format json``: schemas in docs/cli.md), messages to stderr. Exit codes:
+0 clean; 1 the registry has problems (duplicate names, plugins that failed to load, preferences
+that choose nothing) or names are missing; 2 bad usage (a flag, a contradictory plugin selection,
+an unreadable file).
+
+``nbx run`` belongs to :mod:`nbx_core.graph.cli`, which must define ``add_run_parser(subparsers)``:
+it adds a ``run`` parser (built with ``parents=[registry_options()]`` to take the plugin flags) whose
+defaults set ``func``, a handler ``(args) -> int``. Before any handler runs, ``main`` installs the
+plugin selection of the flags for :func:`nbx_core.registry.get_registry`. That module is imported
+only when the command is ``run``, so auditing never imports the graph runner or kernels.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from . import __version__, opnames
+from .errors import (
+    DuplicateKernelError,
+    InvalidOpNameError,
+    NbxError,
+    RegistryConfigError,
+    RegistryError,
+    UnresolvedOpError,
+)
+from .plugins import RegistryConfig, load_registry, parse_preferences, split_names
+from .registry import Entry, Registry, reset_registry
+
+EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
+JSON_SCHEMA = 1
+
+
+class UsageError(NbxError):
+    """The command line asks for something that cannot be done (exit code 2)."""
+
+
+def registry_options() -> argparse.ArgumentParser:
+    """A parent parser with the plugin-selection flags, which mirror the NBX_* variables."""
+    parser = argparse.ArgumentParser(add_help=False)
+    group = parser.add_argument_group("plugin selection (added to the NBX_* environment variables)")
+    group.add_argument("--disable-plugin", action="append", default=[], metavar="NAME",
+                       help="do not load plugin NAME (repeatable; NBX_DISABLE_PLUGINS)")
+    group.add_argument("--no-autoload", action="store_true",
+                       help="load only core and the --plugins allow-list (NBX_DISABLE_PLUGIN_AUTOLOAD=1)")
+    group.add_argument("--plugins", metavar="A,B",
+                       help="allow-list of plugins to load besides core; implies --no-autoload (NBX_PLUGINS)")
+    group.add_argument("--prefer", action="append", default=[], metavar="OP=PLUGIN",
+                       help="choose PLUGIN among the providers of OP (repeatable; NBX_PREFER)")
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> RegistryConfig:
+    """The environment's plugin selection with the command line's flags layered on top."""
+    return RegistryConfig.from_env().with_overrides(
+        disable=args.disable_plugin,
+        autoload=False if args.no_autoload else None,
+        plugins=None if args.plugins is None else split_names(args.plugins),
+        prefer=parse_preferences(args.prefer, "--prefer"),
+    )
+
+
+# -- output ----------------------------------------------------------------------------------------
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    cells = [list(headers), *([("" if c is None else str(c)) for c in row] for row in rows)]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = ("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells)
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _emit(args: argparse.Namespace, document: dict[str, Any], table: Callable[[], str]) -> None:
+    if args.format == "json":
+        print(json.dumps({"schema": JSON_SCHEMA, **document}, indent=2))
+    else:
+        print(table())
+
+
+def _problems_json(problems: Sequence[RegistryError]) -> list[dict[str, str]]:
+    return [{"error": type(p).__name__, "message": str(p)} for p in problems]
+
+
+def _report(problems: Sequence[RegistryError]) -> None:
+    for problem in problems:
+        print(f"nbx: {type(problem).__name__}: {problem}", file=sys.stderr)
+
+
+def _entry_json(entry: Entry) -> dict[str, Any]:
+    return {
+        "name": entry.name,
+        "namespace": entry.namespace,
+        "op": entry.op,
+        "overload": entry.overload,
+        "plugin": entry.plugin,
+        "distribution": entry.distribution,
+        "version": entry.version,
+        "target": entry.target,
+        "preferred": entry.preferred,
+        "status": entry.status,
+    }
+
+
+def _dist(entry: Entry) -> str:
+    return f"{entry.distribution} {entry.version}" if entry.distribution else "-"
+
+
+def _note(entry: Entry) -> str:
+    if entry.preferred:
+        return "preferred"
+    return "" if entry.status == "active" else entry.status
+
+
+def _load(args: argparse.Namespace) -> Registry:
+    return load_registry(args.registry_config, strict=False)
+
+
+# -- nbx registry ----------------------------------------------------------------------------------
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    registry = _load(args)
+    if args.plugin is not None and args.plugin not in {p.name for p in registry.plugins()}:
+        names = ", ".join(sorted({p.name for p in registry.plugins()}))
+        raise UsageError(f"--plugin {args.plugin}: no such plugin; plugins: {names}")
+    entries = [
+        e for e in registry.entries()
+        if args.plugin in (None, e.plugin) and args.namespace in (None, e.namespace)
+    ]
+    problems = registry.problems()
+    rows = [(e.op, e.overload, e.plugin, _dist(e), e.target, _note(e)) for e in entries]
+    _emit(
+        args,
+        {"ops": [_entry_json(e) for e in entries], "problems": _problems_json(problems)},
+        lambda: _table(("op", "overload", "plugin", "distribution", "target", "note"), rows),
+    )
+    _report(problems)
+    return EXIT_PROBLEMS if problems else EXIT_OK
+
+
+def _cmd_plugins(args: argparse.Namespace) -> int:
+    registry = _load(args)
+    plugins = registry.plugins()
+    problems = registry.problems()
+    document = {
+        "plugins": [
+            {"name": p.name, "distribution": p.distribution, "version": p.version, "ops": p.ops,
+             "status": p.status, "reason": p.reason, "error": None if p.error is None else str(p.error)}
+            for p in plugins
+        ],
+        "problems": _problems_json(problems),
+    }
+    rows = [
+        (p.name, p.distribution or "-", p.version or "-", p.ops, p.status,
+         p.reason or (type(p.error).__name__ if p.error else ""))
+        for p in plugins
+    ]
+    headers = ("plugin", "distribution", "version", "ops", "status", "detail")
+    _emit(args, document, lambda: _table(headers, rows))
+    _report(problems)
+    return EXIT_PROBLEMS if problems else EXIT_OK
+
+
+def _read_against(against: str) -> tuple[str, tuple[str, ...]]:
+    if against in opnames.OPSETS:  # a bundled list wins over a file of the same name: write ./core
+        return against, opnames.opset(against)
+    if not Path(against).is_file():
+        raise UsageError(
+            f"--against {against}: neither a bundled op list ({', '.join(opnames.OPSETS)}) nor a file"
+        )
+    try:
+        return against, opnames.read_op_file(against)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--against {against}: cannot read it: {exc}") from exc
+
+
+def _cmd_coverage(args: argparse.Namespace) -> int:
+    label, names = _read_against(args.against)
+    registry = _load(args)
+    covered: list[tuple[str, Entry]] = []
+    missing: list[tuple[str, str]] = []
+    conflicts: list[tuple[str, str]] = []
+    for name in names:
+        try:
+            covered.append((name, registry.resolve(name)))
+        except DuplicateKernelError as exc:
+            conflicts.append((name, str(exc)))
+        except UnresolvedOpError as exc:
+            missing.append((name, str(exc)))
+    percentage = round(100.0 * len(covered) / len(names), 1) if names else 100.0
+    problems = registry.problems()
+    document = {
+        "against": label,
+        "total": len(names),
+        "percentage": percentage,
+        "covered": [{"name": n, "plugin": e.plugin, "target": e.target} for n, e in covered],
+        "missing": [{"name": n, "reason": r} for n, r in missing],
+        "conflicts": [{"name": n, "reason": r} for n, r in conflicts],
+        "problems": _problems_json(problems),
+    }
+
+    def table() -> str:
+        lines = [f"coverage against {label}: {len(covered)} of {len(names)} names covered ({percentage}%)"]
+        for title, rows in (("missing", missing), ("conflicts", conflicts)):
+            if rows:
+                lines.append(f"{title} ({len(rows)}):")
+                lines.extend(f"  {reason}" for _, reason in rows)
+        return "\n".join(lines)
+
+    _emit(args, document, table)
+    _report(problems)
+    return EXIT_PROBLEMS if problems or missing or conflicts else EXIT_OK
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    try:
+        from .graph import required_ops
+    except ImportError as exc:
+        raise UsageError(
+            "nbx registry check cannot read graphs here: nbx_core.graph.required_ops is not available "
+            f"({exc}); reinstall nbx-core"
+        ) from exc
+    registry = _load(args)
+    counts = required_ops(args.graph)
+    ops: list[dict[str, Any]] = []
+    for name, count in sorted(counts.items()):
+        try:
+            entry = registry.resolve(name)
+        except DuplicateKernelError as exc:
+            ops.append({"name": name, "count": count, "status": "conflict", "reason": str(exc)})
+        except UnresolvedOpError as exc:
+            ops.append({"name": name, "count": count, "status": "missing", "reason": str(exc)})
+        else:
+            ops.append({"name": name, "count": count, "status": "resolved", "plugin": entry.plugin,
+                        "distribution": entry.distribution, "version": entry.version, "target": entry.target})
+    problems = registry.problems()
+    unresolved = [op["name"] for op in ops if op["status"] != "resolved"]
+    document = {"graph": args.graph, "ops": ops, "unresolved": unresolved}
+    document["problems"] = _problems_json(problems)
+    rows = [
+        (op["name"], op["count"], op.get("plugin"), op.get("target"), "" if "target" in op else op["status"])
+        for op in ops
+    ]
+    _emit(args, document, lambda: _table(("op", "uses", "plugin", "target", "note"), rows))
+    _report(problems)
+    try:
+        registry.require(counts)
+    except UnresolvedOpError as exc:
+        print(f"nbx: {args.graph} cannot run: {exc}", file=sys.stderr)
+    return EXIT_PROBLEMS if problems or unresolved else EXIT_OK
+
+
+# -- parser ----------------------------------------------------------------------------------------
+
+
+def _add_registry_parser(subparsers: Any) -> None:
+    registry = subparsers.add_parser("registry", help="audit the installed kernels and plugins")
+    commands = registry.add_subparsers(dest="registry_command", required=True, metavar="COMMAND")
+    output = argparse.ArgumentParser(add_help=False)
+    output.add_argument("--format", choices=("table", "json"), default="table", help="output format")
+    parents = [registry_options(), output]
+
+    listing = commands.add_parser("list", parents=parents, help="every registered op and its provider")
+    listing.add_argument("--plugin", metavar="NAME", help="only ops of this plugin")
+    listing.add_argument("--namespace", metavar="NS", help="only ops in this namespace (e.g. aten)")
+    listing.set_defaults(func=_cmd_list)
+
+    commands.add_parser("plugins", parents=parents, help="every plugin and its status").set_defaults(
+        func=_cmd_plugins
+    )
+
+    coverage = commands.add_parser("coverage", parents=parents, help="which names of an op list are covered")
+    coverage.add_argument("--against", required=True, metavar="LIST",
+                          help=f"a bundled list ({', '.join(opnames.OPSETS)}) or a file, one name per line")
+    coverage.set_defaults(func=_cmd_coverage)
+
+    check = commands.add_parser("check", parents=parents, help="whether the registry can run a graph")
+    check.add_argument("graph", metavar="GRAPH", help="a graph directory (name.nbx)")
+    check.set_defaults(func=_cmd_check)
+
+
+def _add_run_parser(subparsers: Any, wanted: bool) -> None:
+    """The real ``run`` parser when the command is ``run``; otherwise (or when nbx_core.graph.cli is
+    unavailable) a placeholder that names the command in ``nbx --help``."""
+    reason = "not requested"
+    if wanted:
+        try:
+            from .graph.cli import add_run_parser
+        except ImportError as exc:
+            reason = str(exc)
+        else:
+            add_run_parser(subparsers)
+            return
+    run = subparsers.add_parser("run", add_help=False, help="run an NBX graph (see nbx run --help)")
+    run.add_argument("rest", nargs=argparse.REMAINDER)
+    run.set_defaults(func=lambda args: _run_unavailable(reason))
+
+
+def _run_unavailable(reason: str) -> int:
+    raise UsageError(f"nbx run needs nbx_core.graph.cli, which is not available ({reason}); reinstall nbx")
+
+
+def build_parser(with_run: bool = False) -> argparse.ArgumentParser:
+    """The ``nbx`` parser; ``with_run`` imports nbx_core.graph.cli for the real ``run`` parser."""
+    parser = argparse.ArgumentParser(prog="nbx", description="NBX: ATen graphs on Triton kernels.")
+    parser.add_argument("--version", action="version", version=f"nbx-core {__version__}")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_registry_parser(subparsers)
+    _add_run_parser(subparsers, with_run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``nbx`` with ``argv`` (default: the process's arguments); returns the exit code."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    args = build_parser(with_run=command == "run").parse_args(argv)
+    try:
+        if hasattr(args, "prefer"):  # the command takes the plugin-selection flags
+            args.registry_config = config_from_args(args)
+            reset_registry(args.registry_config)
+        return args.func(args)
+    except (UsageError, RegistryConfigError, InvalidOpNameError) as exc:
+        print(f"nbx: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except NbxError as exc:
+        print(f"nbx: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_PROBLEMS
+    except BrokenPipeError:  # `nbx registry list | head`: the reader left, nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_PROBLEMS

@@ -1,0 +1,527 @@
+"""The kernel registry: op names to kernels, with the provenance of every provider.
+
+Strict by design:
+
+- a name registered by two plugins is a :class:`DuplicateKernelError` unless the user prefers one
+  provider for that op (``NBX_PREFER`` / ``--prefer``); nothing is first-wins or last-wins;
+- a plugin whose hook raises contributes nothing (:class:`PluginLoadError`);
+- a missing name is an :class:`UnresolvedOpError` that says which NBX distribution would provide it.
+
+Lookup tries the exact ``ns::op.overload`` key, then ``ns::op``. String targets
+(``"pkg.module:attr"``) are imported on first lookup and cached, so listing imports no kernel.
+Plugins are discovered and loaded by :mod:`nbx_core.plugins`; :func:`get_registry` gives the
+process-wide registry loaded from the installed entry points.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
+
+import pluggy
+
+from . import hookspec, opnames
+from .errors import (
+    DuplicateKernelError,
+    InvalidTargetError,
+    KernelImportError,
+    PluginLoadError,
+    RegistryConfigError,
+    RegistryError,
+    UnresolvedOpError,
+)
+
+if TYPE_CHECKING:
+    from .plugins import RegistryConfig
+
+CORE_PLUGIN = "core"
+_DOTTED = rf"{opnames.IDENTIFIER}(?:\.{opnames.IDENTIFIER})*"
+_TARGET = re.compile(rf"{_DOTTED}:{_DOTTED}")
+_CHOOSE_HINT = (
+    "choose one with NBX_PREFER={name}=<plugin> (CLI: --prefer {name}=<plugin>) or disable one with "
+    "NBX_DISABLE_PLUGINS=<plugin> (CLI: --disable-plugin <plugin>)"
+)
+
+Target = str | Callable[..., Any]
+EntryStatus = Literal["active", "overridden", "conflict"]
+PluginStatus = Literal["loaded", "disabled", "failed"]
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Who provides a name: the plugin and the distribution (and version) that ships it."""
+
+    plugin: str
+    distribution: str | None = None
+    version: str | None = None
+
+    def __str__(self) -> str:
+        if self.distribution is None:
+            return f"plugin {self.plugin!r} (added directly, no distribution)"
+        return f"plugin {self.plugin!r} ({self.distribution} {self.version or '?'})"
+
+
+@dataclass(frozen=True)
+class _Registration:
+    name: str
+    provenance: Provenance
+    target: Target
+    display: str  # the target as listings show it
+
+    def describe(self) -> str:
+        return f"{self.provenance} -> {self.display}"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One registration as listings show it.
+
+    ``status`` is ``active`` (lookup returns it), ``overridden`` (a preference chose another
+    provider) or ``conflict`` (several providers, no preference). ``preferred`` is true when a user
+    preference chose this provider.
+    """
+
+    name: str
+    plugin: str
+    distribution: str | None
+    version: str | None
+    target: str
+    preferred: bool
+    status: EntryStatus
+
+    @property
+    def namespace(self) -> str:
+        return self.name.split("::", 1)[0]
+
+    @property
+    def op(self) -> str:
+        """``ns::op``, the name without its overload."""
+        return opnames.base_name(self.name)
+
+    @property
+    def overload(self) -> str | None:
+        _, dot, overload = self.name.partition(".")
+        return overload if dot else None
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    """A plugin as ``plugins()`` reports it.
+
+    ``reason`` says why a disabled plugin is disabled; ``error`` is why a failed one failed.
+    """
+
+    name: str
+    distribution: str | None
+    version: str | None
+    ops: int
+    status: PluginStatus
+    reason: str | None = None
+    error: RegistryError | None = None
+
+
+def _describe_callable(target: Callable[..., Any]) -> str:
+    module, qualname = getattr(target, "__module__", None), getattr(target, "__qualname__", None)
+    return f"{module}:{qualname}" if module and qualname else repr(target)
+
+
+def plugin_load_error(provenance: Provenance, reason: str, cause: BaseException | None) -> PluginLoadError:
+    """The PluginLoadError for a plugin that failed for ``reason``, chained to ``cause``."""
+    fix = (
+        "nbx-core is broken: reinstall it"
+        if provenance.plugin == CORE_PLUGIN
+        else f"fix or update {provenance.distribution or 'the plugin'}, or disable it with "
+        f"NBX_DISABLE_PLUGINS={provenance.plugin} (CLI: --disable-plugin {provenance.plugin})"
+    )
+    error = PluginLoadError(f"{provenance} failed to load: {reason}. It contributes no kernels; {fix}")
+    error.__cause__ = cause
+    return error
+
+
+class Registrar:
+    """What a plugin's ``nbx_register_kernels`` hook receives: registers names for one plugin.
+
+    Registrations are held until the hook returns; the registry commits them only if it returned
+    without raising, so a failing plugin contributes nothing.
+    """
+
+    def __init__(self, provenance: Provenance) -> None:
+        self._provenance = provenance
+        self._pending: dict[str, _Registration] = {}
+
+    @property
+    def plugin(self) -> str:
+        return self._provenance.plugin
+
+    @property
+    def distribution(self) -> str | None:
+        return self._provenance.distribution
+
+    @property
+    def version(self) -> str | None:
+        return self._provenance.version
+
+    def register(self, name: str, target: Target) -> None:
+        """Register ``name`` (``ns::op`` or ``ns::op.overload``) to ``target``.
+
+        ``target`` is ``"package.module:attr"`` (imported on first use of the op: keep kernels
+        and Triton out of the plugin module) or a callable.
+        """
+        where = str(self._provenance)
+        opnames.split_op_name(name, where)
+        if isinstance(target, str):
+            if not _TARGET.fullmatch(target):
+                raise InvalidTargetError(
+                    f"{where}: target {target!r} for {name} is not of the form 'package.module:attr'"
+                )
+            display = target
+        elif callable(target):
+            display = _describe_callable(target)
+        else:
+            raise InvalidTargetError(
+                f"{where}: target for {name} is a {type(target).__name__}; pass a callable or a "
+                "'package.module:attr' string"
+            )
+        previous = self._pending.get(name)
+        if previous is not None:
+            raise DuplicateKernelError(
+                f"{where} registers {name} twice: -> {previous.display} and -> {display}; "
+                "register each name once"
+            )
+        self._pending[name] = _Registration(name, self._provenance, target, display)
+
+    def register_module(self, module: str, names: Iterable[str]) -> None:
+        """Register each name to ``module:<op>``, the function named after the op.
+
+        ``register_module("nbx_elementwise.unary", ["aten::abs", "aten::exp.default"])`` maps
+        ``aten::abs`` to ``nbx_elementwise.unary:abs`` and ``aten::exp.default`` to
+        ``nbx_elementwise.unary:exp``.
+        """
+        for name in names:
+            _, op, _ = opnames.split_op_name(name, str(self._provenance))
+            self.register(name, f"{module}:{op}")
+
+
+@dataclass(frozen=True)
+class _Resolution:
+    active: dict[str, _Registration]
+    conflicts: dict[str, DuplicateKernelError]
+    preferred: frozenset[str]  # names whose active provider a preference chose
+    problems: tuple[RegistryError, ...]
+
+
+class Registry:
+    """Op names to kernels, loaded from plugins.
+
+    Build one with :func:`nbx_core.plugins.load_registry` (discovery through entry points) or
+    directly, adding plugin objects with :meth:`add_plugin`. ``prefer`` maps an op name to the
+    plugin chosen among its providers.
+    """
+
+    def __init__(self, *, prefer: Mapping[str, str] | None = None) -> None:
+        self._prefer = dict(prefer or {})
+        for name in self._prefer:
+            opnames.split_op_name(name, "preference (NBX_PREFER / --prefer)")
+        self._pm = pluggy.PluginManager(hookspec.PROJECT)
+        self._pm.add_hookspecs(hookspec)
+        self._plugins: list[PluginInfo] = []
+        self._registrations: dict[str, list[_Registration]] = {}
+        self._resolution: _Resolution | None = None
+        self._kernels: dict[str, Callable[..., Any]] = {}
+
+    @property
+    def plugin_manager(self) -> pluggy.PluginManager:
+        """The pluggy manager holding every loaded plugin."""
+        return self._pm
+
+    # -- loading ---------------------------------------------------------------------------------
+
+    def add_plugin(
+        self, name: str, plugin: object, distribution: str | None = None, version: str | None = None
+    ) -> PluginInfo:
+        """Register ``plugin`` (a module or object with an ``nbx_register_kernels`` hookimpl) under
+        ``name`` and run its hook.
+
+        On failure the plugin is recorded as failed, contributes nothing, and the
+        :class:`PluginLoadError` is raised.
+        """
+        taken = next((p for p in self._plugins if p.name == name), None)
+        if taken is not None:
+            owner = Provenance(name, taken.distribution, taken.version)
+            raise RegistryError(f"plugin name {name!r} is already taken by {owner}; names must be unique")
+        provenance = Provenance(name, distribution, version)
+        try:
+            self._pm.register(plugin, name=name)
+            self._pm.check_pending()  # catches hookimpls of unknown hooks, e.g. a misspelt name
+        except Exception as exc:
+            self._fail(provenance, "it does not fit the nbx hookspec: " + str(exc).replace("\n", "; "), exc)
+        impls = self._pm.hook.nbx_register_kernels.get_hookimpls()
+        if not any(impl.plugin_name == name for impl in impls):
+            self._fail(provenance, "it defines no nbx_register_kernels hook marked with @nbx_core.hookimpl")
+        others = [p for n, p in self._pm.list_name_plugin() if n != name]
+        registrar = Registrar(provenance)
+        try:
+            self._pm.subset_hook_caller("nbx_register_kernels", remove_plugins=others)(registry=registrar)
+        except Exception as exc:
+            self._fail(provenance, f"its nbx_register_kernels hook raised {type(exc).__name__}: {exc}", exc)
+        for registration in registrar._pending.values():
+            self._registrations.setdefault(registration.name, []).append(registration)
+        self._invalidate()
+        info = PluginInfo(name, distribution, version, len(registrar._pending), "loaded")
+        self._plugins.append(info)
+        return info
+
+    def _fail(self, provenance: Provenance, reason: str, cause: BaseException | None = None) -> NoReturn:
+        if self._pm.has_plugin(provenance.plugin):
+            self._pm.unregister(name=provenance.plugin)
+        error = plugin_load_error(provenance, reason, cause)
+        plugin, distribution, version = provenance.plugin, provenance.distribution, provenance.version
+        self.record_plugin(PluginInfo(plugin, distribution, version, 0, "failed", error=error))
+        raise error
+
+    def record_plugin(self, info: PluginInfo) -> None:
+        """Record a plugin that was not added (disabled, or refused before import) for listings."""
+        self._plugins.append(info)
+        self._invalidate()
+
+    def _invalidate(self) -> None:
+        self._resolution = None
+        self._kernels.clear()
+
+    # -- resolution ------------------------------------------------------------------------------
+
+    def _resolved(self) -> _Resolution:
+        resolution = self._resolution
+        if resolution is None:
+            resolution = self._resolution = self._resolve()
+        return resolution
+
+    def _resolve(self) -> _Resolution:
+        active: dict[str, _Registration] = {}
+        conflicts: dict[str, DuplicateKernelError] = {}
+        preferred: set[str] = set()
+        problems: list[RegistryError] = []
+        for name, registrations in sorted(self._registrations.items()):
+            choice = self._prefer.get(name)
+            chosen = [r for r in registrations if r.provenance.plugin == choice]
+            if choice is not None and not chosen:
+                problems.append(self._bad_preference(name, choice, registrations))
+            if chosen:
+                active[name] = chosen[0]
+                preferred.add(name)
+            elif len(registrations) == 1:
+                active[name] = registrations[0]
+            else:
+                providers = "; ".join(r.describe() for r in registrations)
+                conflicts[name] = DuplicateKernelError(
+                    f"{name} has {len(registrations)} providers and no preference chooses one: {providers}. "
+                    f"NBX never picks one silently: {_CHOOSE_HINT.format(name=name)}"
+                )
+                problems.append(conflicts[name])
+        for name, choice in sorted(self._prefer.items()):
+            if name not in self._registrations:
+                problems.append(self._bad_preference(name, choice, []))
+        return _Resolution(active, conflicts, frozenset(preferred), tuple(problems))
+
+    def _bad_preference(self, name: str, choice: str, registrations: list[_Registration]) -> RegistryError:
+        status = next((p.status for p in self._plugins if p.name == choice), "not installed")
+        providers = "; ".join(r.describe() for r in registrations) or "none"
+        return RegistryConfigError(
+            f"preference {name}={choice} (NBX_PREFER / --prefer) names plugin {choice!r} "
+            f"({status}), which does not provide {name}; providers of {name}: {providers}. "
+            "Fix or drop the preference"
+        )
+
+    def _active(self, name: str) -> _Registration:
+        _, _, overload = opnames.split_op_name(name, "lookup")
+        resolution = self._resolved()
+        for key in (name, opnames.base_name(name)) if overload else (name,):
+            if key in resolution.active:
+                return resolution.active[key]
+            if key in resolution.conflicts:
+                raise resolution.conflicts[key]
+        raise UnresolvedOpError(self.explain_missing(name))
+
+    def resolve(self, name: str) -> Entry:
+        """The entry lookup would use for ``name``, without importing it.
+
+        Raises UnresolvedOpError when no plugin provides it, DuplicateKernelError when several do
+        and no preference chooses.
+        """
+        return self._entry(self._active(name), self._resolved())
+
+    def explain_missing(self, name: str) -> str:
+        """Why ``name`` has no provider, and what would provide it: ``"<name>: <reason>"``."""
+        namespace, _, _ = opnames.split_op_name(name, "lookup")
+        base = opnames.base_name(name)
+        overloads = [key for key in sorted(self._registrations) if key.startswith(base + ".")]
+        if overloads:
+            return f"{name}: not registered; registered overloads of {base}: {', '.join(overloads)}"
+        family = opnames.family_of(name)
+        if family is None:
+            if namespace == "aten":
+                return f"{name}: no installed plugin registers it, and no NBX distribution provides it"
+            return (
+                f"{name}: no installed plugin registers it; namespace {namespace!r} is not NBX's: "
+                "install the plugin that defines it"
+            )
+        distribution = opnames.distribution_of_family(family)
+        wanted = opnames.normalize_distribution(distribution)
+        shipped = (p for p in self._plugins if opnames.normalize_distribution(p.distribution or "") == wanted)
+        info = next(shipped, None)
+        if info is None:
+            return f"{name}: provided by {distribution}, which is not installed (pip install {distribution})"
+        if info.status == "disabled":
+            return f"{name}: provided by {distribution}, whose plugin {info.name!r} is {info.reason}"
+        if info.status == "failed":
+            return f"{name}: provided by {distribution}, whose plugin {info.name!r} failed to load"
+        return (
+            f"{name}: provided by {distribution}, but the installed {distribution} {info.version or ''} "
+            f"does not register it: upgrade {distribution}"
+        )
+
+    def require(self, names: Iterable[str]) -> dict[str, Entry]:
+        """Resolve every name (without importing), or raise one UnresolvedOpError listing each
+        name that has no provider or has several and no preference."""
+        found: dict[str, Entry] = {}
+        unresolved: list[str] = []
+        for name in dict.fromkeys(names):
+            try:
+                found[name] = self.resolve(name)
+            except (UnresolvedOpError, DuplicateKernelError) as exc:
+                unresolved.append(str(exc))
+        if unresolved:
+            raise UnresolvedOpError(
+                f"{len(unresolved)} of {len(found) + len(unresolved)} required ops cannot be resolved:\n  "
+                + "\n  ".join(unresolved)
+            )
+        return found
+
+    # -- calling ---------------------------------------------------------------------------------
+
+    def lookup(self, name: str) -> Callable[..., Any]:
+        """The kernel for ``name`` (exact overload, then the op), importing its target on first use."""
+        kernel = self._kernels.get(name)
+        if kernel is None:
+            kernel = self._kernels[name] = self._load(name, self._active(name))
+        return kernel
+
+    def call(self, name: str, /, *args: Any, **kwargs: Any) -> Any:
+        """Run the kernel for ``name`` on the op's ATen-schema arguments."""
+        return self.lookup(name)(*args, **kwargs)
+
+    @staticmethod
+    def _load(name: str, registration: _Registration) -> Callable[..., Any]:
+        target = registration.target
+        if not isinstance(target, str):
+            return target
+        shown = name if registration.name == name else f"{name} (registered as {registration.name})"
+        where = f"{shown}: kernel target {target!r} of {registration.provenance}"
+        fix = (
+            f"fix or reinstall {registration.provenance.distribution or 'the plugin'}, or {_CHOOSE_HINT}"
+        ).format(name=registration.name)
+        module, _, attribute = target.partition(":")
+        try:
+            kernel: Any = importlib.import_module(module)
+            for part in attribute.split("."):
+                kernel = getattr(kernel, part)
+        except Exception as exc:  # any failure of a third party's import is the plugin's fault
+            raise KernelImportError(f"{where} cannot be loaded: {type(exc).__name__}: {exc}; {fix}") from exc
+        if not callable(kernel):
+            raise KernelImportError(f"{where} is a {type(kernel).__name__}, not a callable; {fix}")
+        return kernel
+
+    # -- listing ---------------------------------------------------------------------------------
+
+    def _entry(self, registration: _Registration, resolution: _Resolution) -> Entry:
+        name = registration.name
+        status: EntryStatus
+        if name in resolution.conflicts:
+            status = "conflict"
+        elif resolution.active.get(name) is registration:
+            status = "active"
+        else:
+            status = "overridden"
+        provenance = registration.provenance
+        return Entry(
+            name=name,
+            plugin=provenance.plugin,
+            distribution=provenance.distribution,
+            version=provenance.version,
+            target=registration.display,
+            preferred=status == "active" and name in resolution.preferred,
+            status=status,
+        )
+
+    def entries(self) -> list[Entry]:
+        """Every registration, sorted by name then plugin; imports nothing."""
+        resolution = self._resolved()
+        return [
+            self._entry(registration, resolution)
+            for name in sorted(self._registrations)
+            for registration in sorted(self._registrations[name], key=lambda r: r.provenance.plugin)
+        ]
+
+    def plugins(self) -> list[PluginInfo]:
+        """Every plugin seen: loaded, disabled or failed, in loading order."""
+        return list(self._plugins)
+
+    def problems(self) -> list[RegistryError]:
+        """What makes this registry unusable as is: failed plugins, then duplicate names and
+        preferences that choose nothing."""
+        failed = [p.error for p in self._plugins if p.error is not None]
+        return [*dict.fromkeys(failed), *self._resolved().problems]  # distribution clashes share an error
+
+    def check(self) -> None:
+        """Raise if :meth:`problems` is not empty: the one problem, or one error listing all of them
+        (of their common class, else RegistryError)."""
+        problems = self.problems()
+        if len(problems) == 1:
+            raise problems[0]
+        if problems:
+            kinds = {type(p) for p in problems}
+            cls = kinds.pop() if len(kinds) == 1 else RegistryError
+            listed = "\n  ".join(str(p) for p in problems)
+            raise cls(f"{len(problems)} registry problems:\n  {listed}") from problems[0]
+
+
+_default: Registry | None = None
+_default_config: RegistryConfig | None = None
+_default_lock = threading.Lock()
+
+
+def get_registry() -> Registry:
+    """The process-wide registry, loaded strictly from the installed plugins on first use.
+
+    The selection comes from the NBX_* environment variables, or from the config given to
+    :func:`reset_registry`. A failed load raises and is retried on the next call.
+    """
+    global _default
+    registry = _default
+    if registry is None:
+        with _default_lock:
+            if _default is None:
+                from .plugins import load_registry  # plugins imports this module
+
+                _default = load_registry(_default_config)
+            registry = _default
+    return registry
+
+
+def set_registry(registry: Registry) -> None:
+    """Make ``registry`` the process-wide registry (embedding, tests)."""
+    global _default
+    with _default_lock:
+        _default = registry
+
+
+def reset_registry(config: RegistryConfig | None = None) -> None:
+    """Forget the process-wide registry; the next :func:`get_registry` loads it anew with
+    ``config`` (None: from the environment)."""
+    global _default, _default_config
+    with _default_lock:
+        _default, _default_config = None, config
