@@ -14,6 +14,7 @@ import sys
 import types
 from typing import Any
 
+from . import backend as _backend
 from .errors import (
     BackendError,
     DeviceError,
@@ -41,6 +42,8 @@ from .errors import (
     UnresolvedOpError,
 )
 from .hookspec import hookimpl
+
+_backend.preconfigure()
 
 __version__ = "0.1.0"
 

@@ -7,6 +7,7 @@ when a GPU is visible, else ``cpu``. ``NBX_AOT_TARGET`` (default ``sm_90``) name
 
 from __future__ import annotations
 
+import glob
 import os
 
 from .device import CPU, Device
@@ -39,6 +40,21 @@ def current() -> str:
             os.environ["TRITON_INTERPRET"] = "1" if want == "cpu" else "0"
         _current = want
     return _current
+
+
+def preconfigure() -> None:
+    """Tell Triton about the interpreter before anything imports it; cheap, for ``import nbx_core``.
+
+    Triton builds its own helpers (``tl.sum`` …) when first imported, interpreted or compiled
+    according to ``TRITON_INTERPRET`` at that moment, so the choice cannot wait for the first kernel.
+    Without ``NBX_BACKEND``, a machine with no NVIDIA device node can only use the cpu backend.
+    """
+    want = os.environ.get("NBX_BACKEND", "").strip().lower()
+    if not want and not glob.glob("/dev/nvidia[0-9]*"):
+        want = "cpu"
+    if want in ("cpu", "aot"):
+        os.environ["TRITON_INTERPRET"] = "1" if want == "cpu" else "0"
+    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 
 
 def default_device() -> Device:

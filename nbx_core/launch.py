@@ -108,6 +108,8 @@ if BACKEND == "aot":
             raise DeviceError("the aot backend has no device interface")
 
     triton.runtime.driver.set_active(_AotDriver())
+elif BACKEND == "cuda":
+    from .memory import cuda as _cuda
 
 compiled_variants: set[tuple] = set()
 """Signatures the aot backend compiled in this process (tests read it to report coverage)."""
@@ -145,15 +147,16 @@ class _CudaLauncher:
         key = (tuple(_spec(a) for a in args), tuple((k, _spec(v)) for k, v in kwargs.items()))
         compiled = self.cache.get(key)
         if compiled is None:
-            compiled = self.kernel.run(*[_cuda_arg(a) for a in args], grid=tuple(grid), warmup=False, **kwargs)
+            # Triton binds and compiles once per signature; every launch then goes straight to the
+            # compiled kernel's launcher on NBX's stream.
+            compiled = self.kernel.run(*[_cuda_arg(a) for a in args], grid=tuple(grid), warmup=True, **kwargs)
             self.cache[key] = compiled
-            return
         bound = list(args)
         for name in self.names[len(args):]:
             bound.append(kwargs[name] if name in kwargs else self.defaults[name])
         g = (*grid, 1, 1)
-        compiled.run(g[0], g[1], g[2], 0, compiled.function, compiled.packed_metadata, None, None, None,
-                     *[a.data_ptr() if isinstance(a, NBXTensor) else a for a in bound])
+        compiled.run(g[0], g[1], g[2], _cuda.current_stream(), compiled.function, compiled.packed_metadata,
+                     None, None, None, *[a.data_ptr() if isinstance(a, NBXTensor) else a for a in bound])
 
 
 class _CudaPtr:

@@ -15,6 +15,27 @@ from ..errors import BackendError, DeviceError, OutOfMemoryError
 _lock = threading.Lock()
 _contexts: dict[int, object] = {}
 STREAM = 0  # the legacy default stream: what torch's current stream is unless a user changes it
+_stream = threading.local()
+
+
+def current_stream() -> int:
+    """The stream NBX launches and allocates on: the legacy default stream unless ``use_stream`` says."""
+    return getattr(_stream, "value", STREAM)
+
+
+class use_stream:
+    """``with use_stream(handle):`` launch and allocate on another stream (CUDA-graph capture needs one)."""
+
+    def __init__(self, handle: int) -> None:
+        self.handle = int(handle)
+
+    def __enter__(self) -> int:
+        self.prev = current_stream()
+        _stream.value = self.handle
+        return self.handle
+
+    def __exit__(self, *exc: object) -> None:
+        _stream.value = self.prev
 
 
 def _driver():
@@ -74,7 +95,7 @@ def ensure_context(index: int) -> None:
 def _free(ptr: int, index: int) -> None:
     driver = _driver()
     ensure_context(index)
-    driver.cuMemFreeAsync(ptr, STREAM)
+    driver.cuMemFreeAsync(ptr, current_stream())
 
 
 class CudaStorage:
@@ -95,11 +116,11 @@ class CudaStorage:
         ensure_context(device.index)
         if nbytes == 0:
             return cls(0, 0, device)
-        ptr = int(check(driver.cuMemAllocAsync(nbytes, STREAM), f"allocating {nbytes} bytes on {device}"))
+        ptr = int(check(driver.cuMemAllocAsync(nbytes, current_stream()), f"allocating {nbytes} bytes on {device}"))
         st = cls(ptr, nbytes, device)
         st._finalizer = weakref.finalize(st, _free, ptr, device.index)
         if zero:
-            check(driver.cuMemsetD8Async(ptr, 0, nbytes, STREAM), "cuMemsetD8Async")
+            check(driver.cuMemsetD8Async(ptr, 0, nbytes, current_stream()), "cuMemsetD8Async")
         return st
 
     def data_ptr(self) -> int:

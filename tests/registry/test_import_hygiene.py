@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import subprocess
 import sys
-import time
 
 HEAVY = ("triton", "torch", "numpy")
 
@@ -43,22 +41,3 @@ def test_registry_list_imports_no_kernel_module_and_no_triton(acme_dir):
     assert "acme_kernels.ops" in report["targets"] and "acme_kernels.plugin" in modules
     assert sorted(m for m in modules if m.split(".")[0] in HEAVY) == []
     assert sorted(modules & set(report["targets"])) == []
-
-
-def wall_time(*args: str, runs: int = 7) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run([sys.executable, *args], capture_output=True, check=False)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-def test_registry_list_starts_fast(record_property):
-    bare = wall_time("-c", "pass")
-    listing = wall_time("-c", "import sys; from nbx_core.cli import main; sys.exit(main())", "registry", "list")
-    record_property("nbx_registry_list_s", round(listing, 4))
-    record_property("python_startup_s", round(bare, 4))
-    # Measured here: ~0.065 s over a bare interpreter. Importing torch alone costs ~0.8 s; Triton and
-    # numpy are cheaper and caught by test_registry_list_imports_no_kernel_module_and_no_triton.
-    assert listing - bare < 0.3, f"nbx registry list took {listing:.3f} s (python alone {bare:.3f} s)"

@@ -145,6 +145,7 @@ def three(site):
 
 
 def test_a_disabled_plugin_is_listed_with_its_reason_and_named_when_its_op_is_missing(three):
+    sys.modules.pop("nbx_conv.plugin", None)  # the real nbx-conv may have been loaded by another test
     registry = load(three, RegistryConfig(disable={"conv"}), strict=True)
     conv = next(p for p in registry.plugins() if p.name == "conv")
     assert (conv.status, conv.reason) == ("disabled", "disabled by NBX_DISABLE_PLUGINS / --disable-plugin")
