@@ -1,0 +1,69 @@
+"""``aten::native_group_norm`` and ``aten::group_norm`` on ``(N, C, *)`` inputs.
+
+Each (sample, group) is one contiguous run of ``C // groups * HxW`` elements: :mod:`moments`
+reduces it (split across programs when there are few groups), then one elementwise pass applies
+``(x - mean) * rstd * weight[c] + bias[c]``: two reads and one write of the input in all.
+"""
+
+from __future__ import annotations
+
+from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
+from nbx_core.ops.copy import contiguous
+from nbx_core.ops.views import view
+from nbx_core.shape import numel
+from nbx_core.tensor import NBXTensor, empty_tensor
+
+from .checks import check_input, check_vector, stat_dtype
+from .moments import apply_channels, moments
+
+
+def _as_int(op: str, value: object, arg: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise NbxTypeError(f"{op}: {arg} must be an int, got {type(value).__name__}")
+    return value
+
+
+def _group_norm(op: str, input: NBXTensor, weight: NBXTensor | None, bias: NBXTensor | None, n: int, c: int,
+                hxw: int, group: int, eps: float) -> tuple[NBXTensor, NBXTensor, NBXTensor]:
+    x = check_input(op, input, min_dim=1)
+    for v, arg in ((n, "N"), (c, "C"), (hxw, "HxW"), (group, "group")):
+        _as_int(op, v, arg)
+    if group <= 0 or c % group:
+        raise NbxValueError(f"{op}: the number of channels C={c} must be divisible by num_groups={group}: "
+                            "pick a num_groups that divides the channels")
+    if x.numel() != n * c * hxw:
+        raise ShapeError(f"{op}: input of shape {list(x.shape)} does not hold N*C*HxW = {n}*{c}*{hxw} elements")
+    params = {"weight": weight, "bias": bias}
+    sdt = stat_dtype(op, x, params)
+    for name, t in params.items():
+        check_vector(op, t, name, c)
+    out = empty_tensor(x.shape, x.dtype, x.device)
+    units = n * group
+    if units == 0:
+        return out, empty_tensor((n, group), sdt, x.device), empty_tensor((n, group), sdt, x.device)
+    xc = contiguous(x)
+    size = c // group * hxw
+    mean, _, rstd = moments(xc, units, 1, size, size, size, eps)
+    w = contiguous(weight) if weight is not None else None
+    b = contiguous(bias) if bias is not None else None
+    apply_channels(xc, out, mean, rstd, w, b, c, hxw, group, c // group)
+    mean, rstd = view(mean, n, group), view(rstd, n, group)
+    if sdt is not mean.dtype:
+        mean, rstd = mean.to(sdt), rstd.to(sdt)
+    return out, mean, rstd
+
+
+def native_group_norm(input: NBXTensor, weight: NBXTensor | None, bias: NBXTensor | None, N: int, C: int,
+                      HxW: int, group: int, eps: float) -> tuple[NBXTensor, NBXTensor, NBXTensor]:
+    """``aten::native_group_norm``: (out, mean, rstd), statistics of shape (N, group)."""
+    return _group_norm("native_group_norm", input, weight, bias, N, C, HxW, group, eps)
+
+
+def group_norm(input: NBXTensor, num_groups: int, weight: NBXTensor | None = None, bias: NBXTensor | None = None,
+               eps: float = 1e-5, cudnn_enabled: bool = True) -> NBXTensor:
+    """``aten::group_norm`` on an ``(N, C, *)`` input (``cudnn_enabled`` does not change the result)."""
+    x = check_input("group_norm", input, min_dim=2)
+    n, c = x.shape[0], x.shape[1]
+    return _group_norm("group_norm", x, weight, bias, n, c, numel(x.shape[2:]), num_groups, eps)[0]
+
+

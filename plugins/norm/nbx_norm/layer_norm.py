@@ -1,0 +1,181 @@
+"""Row normalisation (layer norm and RMS norm) over the trailing ``normalized_shape`` dims.
+
+One kernel serves both. A row that fits one block (``FUSED_MAX`` elements) is read once into
+registers and written once; several short rows share a program so that each moves a useful tile.
+A longer row is walked twice in chunks: the first loop merges per-chunk moments (exact two-pass
+mean and M2 inside a chunk, Chan's formula across chunks, so no catastrophic cancellation); the
+second normalises. Statistics are float32 for half types (float64 for float64 input).
+"""
+
+
+from collections.abc import Sequence
+
+# nbx_core.launch picks the backend, which must happen before Triton is first imported.
+from nbx_core.launch import BACKEND, cdiv, launch, next_pow2
+
+# isort: split
+import triton
+import triton.language as tl
+
+from nbx_core import dtypes as D
+from nbx_core.errors import ShapeError
+from nbx_core.ops.copy import contiguous
+from nbx_core.ops.creation import full
+from nbx_core.pointwise import tl_dtype
+from nbx_core.shape import numel
+from nbx_core.tensor import NBXTensor, check_device, empty_tensor
+
+from .checks import check_input, check_param, check_shape, stat_dtype
+
+FUSED_MAX = 32768
+"""Longest row kept whole in registers; longer rows take the chunked kernel (tests lower it)."""
+CHUNK = 4096
+"""Chunk of the chunked kernel (capped by FUSED_MAX)."""
+_TILE = 4096 if BACKEND != "cpu" else 1 << 14
+"""Elements per program for short rows: several rows share one program up to this."""
+
+
+@triton.jit
+def _rsqrt(v, COMPUTE: tl.constexpr):
+    # float64 takes the IEEE root (rsqrt is approximate); float32 rsqrt is well within tolerance.
+    if COMPUTE == tl.float64:
+        return 1.0 / tl.sqrt(v)
+    else:
+        return tl.rsqrt(v)
+
+
+@triton.jit
+def _row_norm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, M, N, eps32, eps64: tl.float64,
+                     RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, STATS: tl.constexpr,
+                     CHUNKED: tl.constexpr, ROWS: tl.constexpr, BLOCK: tl.constexpr,
+                     COMPUTE: tl.constexpr):
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    rmask = rows < M
+    base = rows.to(tl.int64)[:, None] * N
+    cols = tl.arange(0, BLOCK)[None, :]
+    if COMPUTE == tl.float64:
+        eps = eps64
+    else:
+        eps = eps32
+    if not CHUNKED:
+        mask = rmask[:, None] & (cols < N)
+        x = tl.load(x_ptr + base + cols, mask=mask, other=0.0).to(COMPUTE)
+        if RMS:
+            mean = tl.zeros([ROWS], COMPUTE)
+            xc = x
+        else:
+            mean = tl.sum(x, axis=1) / N
+            xc = tl.where(mask, x - mean[:, None], 0.0)
+        rstd = _rsqrt(tl.sum(xc * xc, axis=1) / N + eps, COMPUTE)
+        y = xc * rstd[:, None]
+        if HAS_W:
+            y = y * tl.load(w_ptr + cols, mask=cols < N).to(COMPUTE)
+        if HAS_B:
+            y = y + tl.load(b_ptr + cols, mask=cols < N).to(COMPUTE)
+        tl.store(y_ptr + base + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+    else:
+        mean = tl.zeros([ROWS], COMPUTE)
+        m2 = tl.zeros([ROWS], COMPUTE)
+        seen = tl.zeros([1], COMPUTE)
+        for start in range(0, N, BLOCK):
+            cm = cols + start < N
+            mask = rmask[:, None] & cm
+            x = tl.load(x_ptr + base + start + cols, mask=mask, other=0.0).to(COMPUTE)
+            if RMS:
+                m2 += tl.sum(x * x, axis=1)
+            else:
+                cnt = tl.sum(cm.to(COMPUTE), axis=1)
+                cmean = tl.sum(x, axis=1) / cnt
+                xc = tl.where(mask, x - cmean[:, None], 0.0)
+                delta = cmean - mean
+                mean += delta * (cnt / (seen + cnt))
+                m2 += tl.sum(xc * xc, axis=1) + delta * delta * (seen * cnt / (seen + cnt))
+                seen += cnt
+        rstd = _rsqrt(m2 / N + eps, COMPUTE)
+        for start in range(0, N, BLOCK):
+            cm = cols + start < N
+            mask = rmask[:, None] & cm
+            x = tl.load(x_ptr + base + start + cols, mask=mask, other=0.0).to(COMPUTE)
+            y = (x - mean[:, None]) * rstd[:, None]
+            if HAS_W:
+                y = y * tl.load(w_ptr + start + cols, mask=cm).to(COMPUTE)
+            if HAS_B:
+                y = y + tl.load(b_ptr + start + cols, mask=cm).to(COMPUTE)
+            tl.store(y_ptr + base + start + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+    if STATS:
+        tl.store(mean_ptr + rows, mean.to(mean_ptr.dtype.element_ty), mask=rmask)
+        tl.store(rstd_ptr + rows, rstd.to(rstd_ptr.dtype.element_ty), mask=rmask)
+
+
+def _num_warps(block: int) -> int:
+    if BACKEND == "cpu":
+        return 1
+    return 4 if block <= 1024 else 8 if block <= 4096 else 16
+
+
+def row_norm(op: str, x: NBXTensor, normalized_shape: Sequence[int], weight: NBXTensor | None,
+             bias: NBXTensor | None, eps: float, rms: bool,
+             stats: bool) -> tuple[NBXTensor, NBXTensor | None, NBXTensor | None]:
+    """Normalise ``x`` over its trailing ``normalized_shape``; returns (out, mean, rstd).
+
+    ``mean`` and ``rstd`` have torch's shape (leading dims, then ones) and are None unless ``stats``.
+    """
+    x = check_input(op, x)
+    shape = tuple(int(s) for s in normalized_shape)
+    if not shape:
+        raise ShapeError(f"{op}: normalized_shape must name at least one dim, got []")
+    if x.ndim < len(shape) or tuple(x.shape[x.ndim - len(shape):]) != shape:
+        raise ShapeError(f"{op}: given normalized_shape={list(shape)}, expected input with shape "
+                         f"[*, {', '.join(map(str, shape))}], but got input of size {list(x.shape)}")
+    params = {"weight": weight, "bias": bias}
+    if rms:
+        # rms_norm takes a weight of any floating dtype and always returns the input's dtype.
+        check_param(op, weight, "weight")
+        check_device(op, x, weight)
+        sdt = x.dtype
+    else:
+        sdt = stat_dtype(op, x, params)
+    for name, t in params.items():
+        check_shape(op, t, name, shape)
+    lead = x.shape[: x.ndim - len(shape)]
+    m, n = numel(lead), numel(shape)
+    out = empty_tensor(x.shape, x.dtype, x.device)
+    stat_shape = (*lead, *([1] * len(shape)))
+    mean = rstd = None
+    if stats:
+        if n == 0:
+            # torch's answer for empty rows: mean 0, rstd nan.
+            return out, full(stat_shape, 0.0, dtype=sdt, device=x.device), full(
+                stat_shape, float("nan"), dtype=sdt, device=x.device)
+        mean = empty_tensor(stat_shape, sdt, x.device)
+        rstd = empty_tensor(stat_shape, sdt, x.device)
+    if m == 0 or n == 0:
+        return out, mean, rstd
+    xc = contiguous(x)
+    w = contiguous(weight) if weight is not None else xc
+    b = contiguous(bias) if bias is not None else xc
+    block = next_pow2(n)
+    chunked = block > FUSED_MAX
+    if chunked:
+        block, rows = min(CHUNK, FUSED_MAX), 1
+    else:
+        rows = min(next_pow2(m), max(1, _TILE // block))
+    launch(_row_norm_kernel, (cdiv(m, rows),), xc, w, b, out, mean if stats else out,
+           rstd if stats else out, m, n, float(eps), float(eps),
+           RMS=rms, HAS_W=weight is not None, HAS_B=bias is not None, STATS=stats, CHUNKED=chunked,
+           ROWS=rows, BLOCK=block, COMPUTE=tl_dtype(D.compute_dtype(x.dtype)), num_warps=_num_warps(block))
+    return out, mean, rstd
+
+
+def native_layer_norm(input: NBXTensor, normalized_shape: Sequence[int], weight: NBXTensor | None,
+                      bias: NBXTensor | None, eps: float) -> tuple[NBXTensor, NBXTensor, NBXTensor]:
+    """``aten::native_layer_norm``: (out, mean, rstd), statistics shaped [*lead, 1, ...]."""
+    out, mean, rstd = row_norm("native_layer_norm", input, normalized_shape, weight, bias, eps,
+                               rms=False, stats=True)
+    return out, mean, rstd
+
+
+def layer_norm(input: NBXTensor, normalized_shape: Sequence[int], weight: NBXTensor | None = None,
+               bias: NBXTensor | None = None, eps: float = 1e-5, cudnn_enable: bool = True) -> NBXTensor:
+    """``aten::layer_norm``: the normalised output only (``cudnn_enable`` does not change the result)."""
+    return row_norm("layer_norm", input, normalized_shape, weight, bias, eps, rms=False, stats=False)[0]

@@ -1,0 +1,20 @@
+"""Every name nbx-norm registers is exactly its op list, and each has a conformance test here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from nbx_norm.plugin import NAMES
+
+from nbx_core.testing import untested_names
+
+OPLIST = Path(__file__).parents[2] / "nbx_core" / "oplists" / "norm.txt"
+
+
+def test_registers_the_op_list():
+    listed = {line.strip() for line in OPLIST.read_text().splitlines() if line.strip()}
+    assert set(NAMES) == listed
+
+
+def test_every_name_is_tested():
+    assert untested_names(NAMES, Path(__file__).parent) == []
