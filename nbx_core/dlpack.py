@@ -107,18 +107,20 @@ def to_dlpack(t: NBXTensor, stream: Any = None, max_version: Any = None) -> Any:
 class _DLStorage:
     """Memory owned by a DLPack producer; calls the producer's deleter when collected."""
 
-    __slots__ = ("ptr", "nbytes", "device", "array", "_managed", "__weakref__")
+    __slots__ = ("ptr", "nbytes", "device", "_managed", "__weakref__")
 
     def __init__(self, managed: Any, ptr: int, nbytes: int, device: Device) -> None:
         self._managed = managed
         self.ptr = ptr
         self.nbytes = nbytes
         self.device = device
-        self.array = None
-        if device.type == "cpu" and nbytes:
-            import numpy as np
 
-            self.array = np.ctypeslib.as_array((ctypes.c_uint8 * nbytes).from_address(ptr))
+    @property
+    def array(self) -> Any:
+        """The bytes as a numpy array whose base keeps this storage (and so the producer) alive."""
+        import numpy as np
+
+        return np.asarray(_HostBytes(self))
 
     def data_ptr(self) -> int:
         return self.ptr
@@ -143,6 +145,16 @@ class _DLStorage:
         m = self._managed
         if m and m.contents.deleter:
             m.contents.deleter(m)
+
+
+class _HostBytes:
+    """Exposes a host storage's bytes to numpy and holds the storage for as long as numpy does."""
+
+    def __init__(self, storage: _DLStorage) -> None:
+        self.storage = storage
+        self.__array_interface__ = {
+            "shape": (storage.nbytes,), "typestr": "|u1", "data": (storage.ptr or 0, False), "version": 3,
+        }
 
 
 def from_dlpack(obj: Any) -> NBXTensor:

@@ -11,14 +11,32 @@ from ..tensor import NBXTensor
 from .indexing import block_indices, needs_int64, strided_offsets
 
 
+# Triton's interpreter truncates float32 to bfloat16; GPUs round to nearest even, as torch does.
+_ROUND_BF16_BY_HAND = tl.constexpr(BACKEND == "cpu")
+
+
+@triton.jit
+def _bf16_round_nearest_even(x):
+    bits = x.to(tl.uint32, bitcast=True)
+    bits = bits + (((bits >> 16) & 1) + 0x7FFF)
+    rounded = (bits >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
+    return tl.where(x != x, x.to(tl.bfloat16), rounded)
+
+
 @triton.jit
 def cast_to(x, DST: tl.constexpr):
     """``x`` converted to ``DST`` the way torch converts: bool is ``x != 0``, float8 via float32."""
     if DST == tl.int1:
+        if x.dtype.is_bf16() or x.dtype.is_fp8():
+            # the interpreter compares these types wrongly; float32 is exact for them
+            return x.to(tl.float32) != 0
         return x != 0
     elif DST.is_fp8() or x.dtype.is_fp8() or DST == tl.bfloat16:
         # Through float32 as torch converts; Triton's interpreter also mis-casts ints to bfloat16.
-        return x.to(tl.float32).to(DST, fp_downcast_rounding="rtne" if DST.is_fp8() else None)
+        f = x.to(tl.float32)
+        if DST == tl.bfloat16 and _ROUND_BF16_BY_HAND:
+            return _bf16_round_nearest_even(f)
+        return f.to(DST, fp_downcast_rounding="rtne" if DST.is_fp8() else None)
     else:
         return x.to(DST)
 
