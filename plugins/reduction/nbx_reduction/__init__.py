@@ -1,0 +1,1 @@
+"""nbx-reduction: ATen reductions, scans and losses as Triton kernels for NBX."""

@@ -1,0 +1,398 @@
+"""The reduction engine every reduction op of this plugin goes through.
+
+An op names the dims it reduces; :func:`plan` permutes the input to (outer kept dims, reduced
+dims, inner kept dims) and views it as a 3-D ``(O, K, I)`` array without copying when the strides
+allow (else it makes the permuted input contiguous). Then one of two kernels runs:
+
+- the row kernel when the reduced elements are the closest in memory (or ``I == 1``): each program
+  takes ``BLOCK_M`` rows of ``K`` elements and loops over them ``BLOCK_K`` at a time;
+- the column kernel when the kept inner dims are the closest in memory: each program takes
+  ``BLOCK_I`` neighbouring columns and walks down ``K``, reading coalesced row segments.
+
+Both accumulate per lane across the loop and reduce the lanes once at the end, so a result depends
+on the tiling only through rounding. The op is a set of constexpr codes: ``OP`` (how elements
+combine), ``PRE`` (a transform of each element: abs, square, power, nonzero) and ``POST`` (a
+transform of the result: mean, sqrt, power, variance, logsumexp). Half types accumulate in float32.
+"""
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import triton
+import triton.language as tl
+
+from nbx_core import dtypes as D
+from nbx_core.kernels.copy import cast_to
+from nbx_core.kernels.indexing import needs_int64
+from nbx_core.launch import BACKEND, cdiv, launch, next_pow2
+from nbx_core.ops import copy as C
+from nbx_core.ops import views as V
+from nbx_core.pointwise import tl_dtype
+from nbx_core.tensor import NBXTensor, empty_tensor
+
+# OP codes.
+SUM, PROD, MAX, MIN, ARGMAX, ARGMIN, VAR, LSE = range(8)
+# PRE codes: the element transform before combining.
+P_NONE, P_ABS, P_SQUARE, P_POW, P_NONZERO = range(5)
+# POST codes: the result transform after combining.
+Q_NONE, Q_SQRT, Q_ROOT, Q_MEAN, Q_VAR, Q_STD, Q_LSE = range(7)
+
+# On the interpreter each program costs Python time: few, large programs; the loop over K still
+# runs (and is tested) for rows longer than this.
+_CPU_BLOCK = 1024
+# Programs that keep every SM of an H200 (132) busy twice over.
+_GPU_PROGRAMS = 264
+
+
+@triton.jit
+def _max_combine(a, b):
+    # NaN wins, as in torch.
+    return tl.where((a > b) | (a != a), a, b)
+
+
+@triton.jit
+def _min_combine(a, b):
+    return tl.where((a < b) | (a != a), a, b)
+
+
+@triton.jit
+def _mul_combine(a, b):
+    return a * b
+
+
+@triton.jit
+def _argmax_combine(a, ai, b, bi):
+    a_nan = a != a
+    b_nan = b != b
+    tie = (a == b) | (a_nan & b_nan)
+    take_b = ((b > a) & ~a_nan) | (b_nan & ~a_nan) | (tie & (bi < ai))
+    return tl.where(take_b, b, a), tl.where(take_b, bi, ai)
+
+
+@triton.jit
+def _argmin_combine(a, ai, b, bi):
+    a_nan = a != a
+    b_nan = b != b
+    tie = (a == b) | (a_nan & b_nan)
+    take_b = ((b < a) & ~a_nan) | (b_nan & ~a_nan) | (tie & (bi < ai))
+    return tl.where(take_b, b, a), tl.where(take_b, bi, ai)
+
+
+@triton.jit
+def _element(raw, p, SRC: tl.constexpr, ACC: tl.constexpr, PRE: tl.constexpr):
+    """One loaded element as the accumulator sees it: cast like torch's dtype=, then PRE."""
+    x = cast_to(raw, SRC)
+    if PRE == 4:
+        if SRC == tl.float16 or SRC == tl.bfloat16:
+            x = x.to(tl.float32)
+        return (x != 0).to(ACC)
+    x = cast_to(x, ACC)
+    if PRE == 1:
+        x = tl.abs(x)
+    elif PRE == 2:
+        x = x * x
+    elif PRE == 3:
+        x = tl.exp(p * tl.log(tl.abs(x))).to(ACC)
+    return x
+
+
+@triton.jit
+def _reduce(x_ptr, base, ok, kr, k_lo, K, count, sk, p, corr,
+            OP: tl.constexpr, PRE: tl.constexpr, POST: tl.constexpr, SRC: tl.constexpr, ACC: tl.constexpr,
+            IDENT: tl.constexpr, AXIS: tl.constexpr, S0: tl.constexpr, S1: tl.constexpr,
+            BLOCK_K: tl.constexpr):
+    """Reduce the elements ``k_lo <= k < K`` at ``base + k * sk`` of each kept position along ``AXIS``.
+
+    ``count`` is what mean and variance divide by (the whole reduction's size when the caller split it).
+
+    ``base``/``ok`` hold the kept positions' offsets and mask; ``kr`` the lane ids along the
+    reduced axis, shaped to broadcast against them into an ``[S0, S1]`` tile.
+    Returns the reduced values and (for the arg ops) their indices.
+    """
+    acc = tl.full([S0, S1], IDENT, ACC)
+    idx = tl.full([S0, S1], 0, tl.int64)
+    if OP == 4 or OP == 5:
+        idx = tl.full([S0, S1], 9223372036854775807, tl.int64)
+    for k0 in range(k_lo, K, BLOCK_K):
+        k = kr + k0
+        m = ok & (k < K)
+        x = _element(tl.load(x_ptr + base + k * sk, mask=m), p, SRC, ACC, PRE)
+        if OP == 0 or OP == 6:
+            acc += tl.where(m, x, 0)
+        elif OP == 1:
+            acc *= tl.where(m, x, 1)
+        elif OP == 2 or OP == 7:
+            acc = tl.where(m & ((x > acc) | (x != x)), x, acc)
+        elif OP == 3:
+            acc = tl.where(m & ((x < acc) | (x != x)), x, acc)
+        else:
+            if OP == 4:
+                better = x > acc
+            else:
+                better = x < acc
+            # Lanes see increasing k, so a tie keeps the first index; NaN beats any number.
+            x_nan = x != x
+            acc_nan = acc != acc
+            first = (x == acc) & (k < idx)
+            take = m & (((better | first) & ~acc_nan) | (x_nan & ~acc_nan) | (x_nan & acc_nan & (k < idx)))
+            acc = tl.where(take, x, acc)
+            idx = tl.where(take, k.to(tl.int64), idx)
+    if OP == 0:
+        r = tl.sum(acc, axis=AXIS)
+    elif OP == 1:
+        r = tl.reduce(acc, AXIS, _mul_combine)
+    elif OP == 2:
+        r = tl.reduce(acc, AXIS, _max_combine)
+    elif OP == 3:
+        r = tl.reduce(acc, AXIS, _min_combine)
+    elif OP == 4:
+        r, ri = tl.reduce((acc, idx), AXIS, _argmax_combine)
+        idx = ri
+    elif OP == 5:
+        r, ri = tl.reduce((acc, idx), AXIS, _argmin_combine)
+        idx = ri
+    elif OP == 6:
+        # Variance: a second pass over the row around its mean (exact for float32 and float64).
+        mean = tl.sum(acc, axis=AXIS) / count
+        mean_b = tl.expand_dims(mean, AXIS)
+        sq = tl.full([S0, S1], 0, ACC)
+        for k0 in range(k_lo, K, BLOCK_K):
+            k = kr + k0
+            m = ok & (k < K)
+            d = _element(tl.load(x_ptr + base + k * sk, mask=m), p, SRC, ACC, PRE) - mean_b
+            sq += tl.where(m, d * d, 0)
+        r = tl.sum(sq, axis=AXIS)
+    else:
+        # logsumexp as torch computes it: an infinite max is replaced by 0 before the shift.
+        mx = tl.reduce(acc, AXIS, _max_combine)
+        mx = tl.where(tl.abs(mx) == -IDENT, 0.0, mx).to(ACC)
+        mx_b = tl.expand_dims(mx, AXIS)
+        s = tl.full([S0, S1], 0, ACC)
+        for k0 in range(k_lo, K, BLOCK_K):
+            k = kr + k0
+            m = ok & (k < K)
+            x = _element(tl.load(x_ptr + base + k * sk, mask=m), p, SRC, ACC, PRE)
+            s += tl.where(m, tl.exp(x - mx_b), 0)
+        r = tl.log(tl.sum(s, axis=AXIS)) + mx
+    if POST == 1:
+        r = tl.sqrt(r)
+    elif POST == 2:
+        r = tl.exp(tl.log(r) / p).to(ACC)
+    elif POST == 3:
+        r = r / count
+    elif POST == 4 or POST == 5:
+        r = (r / tl.maximum(count - corr, 0.0)).to(ACC)
+        if POST == 5:
+            r = tl.sqrt(r)
+    if OP == 4 or OP == 5:
+        ri = idx
+    else:
+        ri = r
+    return r, ri
+
+
+@triton.jit
+def _row_kernel(x_ptr, out_ptr, idx_ptr, M, K, I, so, sk, si, k_chunk, count, p: tl.float64, corr: tl.float64,
+                OP: tl.constexpr, PRE: tl.constexpr, POST: tl.constexpr, SRC: tl.constexpr,
+                ACC: tl.constexpr, IDENT: tl.constexpr, STORE: tl.constexpr, BLOCK_M: tl.constexpr,
+                BLOCK_K: tl.constexpr, INT64: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    split = tl.program_id(1)
+    kr = tl.arange(0, BLOCK_K)
+    if INT64:
+        rows = rows.to(tl.int64)
+        split = split.to(tl.int64)
+        kr = kr.to(tl.int64)
+    ok = rows < M
+    base = (rows // I) * so + (rows % I) * si
+    # Program (r, s) reduces [s * k_chunk, (s + 1) * k_chunk) of its rows: one partial per split.
+    k_lo = split * k_chunk
+    v, ix = _reduce(x_ptr, base[:, None], ok[:, None], kr[None, :], k_lo, tl.minimum(k_lo + k_chunk, K), count,
+                    sk, p, corr, OP, PRE, POST, SRC, ACC,
+                    IDENT, 1, BLOCK_M, BLOCK_K, BLOCK_K)
+    # STORE: 1 values, 2 indices, 3 both.
+    out = split * M + rows
+    if STORE % 2 == 1:
+        tl.store(out_ptr + out, cast_to(v, out_ptr.dtype.element_ty), mask=ok)
+    if STORE >= 2:
+        tl.store(idx_ptr + out, ix, mask=ok)
+
+
+@triton.jit
+def _col_kernel(x_ptr, out_ptr, idx_ptr, K, I, so, sk, si, k_chunk, count, p: tl.float64, corr: tl.float64,
+                OP: tl.constexpr, PRE: tl.constexpr, POST: tl.constexpr, SRC: tl.constexpr,
+                ACC: tl.constexpr, IDENT: tl.constexpr, STORE: tl.constexpr, BLOCK_K: tl.constexpr,
+                BLOCK_I: tl.constexpr, INT64: tl.constexpr):
+    o = tl.program_id(0)
+    cols = tl.program_id(1) * BLOCK_I + tl.arange(0, BLOCK_I)
+    split = tl.program_id(2)
+    kr = tl.arange(0, BLOCK_K)
+    if INT64:
+        o = o.to(tl.int64)
+        cols = cols.to(tl.int64)
+        split = split.to(tl.int64)
+        kr = kr.to(tl.int64)
+    ok = cols < I
+    base = o * so + cols * si
+    # Program (o, c, s) reduces rows [s * k_chunk, (s + 1) * k_chunk): one partial result per split.
+    k_lo = split * k_chunk
+    v, ix = _reduce(x_ptr, base[None, :], ok[None, :], kr[:, None], k_lo, tl.minimum(k_lo + k_chunk, K), count,
+                    sk, p, corr, OP, PRE, POST, SRC, ACC,
+                    IDENT, 0, BLOCK_K, BLOCK_I, BLOCK_K)
+    out = (split * tl.num_programs(0) + o) * I + cols
+    if STORE % 2 == 1:
+        tl.store(out_ptr + out, cast_to(v, out_ptr.dtype.element_ty), mask=ok)
+    if STORE >= 2:
+        tl.store(idx_ptr + out, ix, mask=ok)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The input seen as ``(O, K, I)`` with element strides ``(so, sk, si)``."""
+
+    x: NBXTensor
+    O: int
+    K: int
+    I: int
+    so: int
+    sk: int
+    si: int
+
+
+def _merge(shape: list[int], strides: list[int]) -> tuple[int, int] | None:
+    """(size, stride) of dims walked as one, or None when they are not evenly strided."""
+    dims = [(s, st) for s, st in zip(shape, strides, strict=True) if s != 1]
+    n = math.prod(shape)
+    if not dims or n == 0:
+        return n, (dims[-1][1] if dims else 0)
+    for (_, st0), (s1, st1) in zip(dims, dims[1:], strict=False):
+        if st0 != s1 * st1:
+            return None
+    return n, dims[-1][1]
+
+
+def plan(x: NBXTensor, dims: tuple[int, ...]) -> Plan:
+    """View ``x`` as (kept dims before the last reduced one, reduced dims, kept dims after it)."""
+    if x.ndim == 0:
+        return Plan(x, 1, 1, 1, 0, 0, 0)
+    red = sorted(dims)
+    last = red[-1] if red else x.ndim
+    outer = [d for d in range(x.ndim) if d not in red and d < last]
+    inner = [d for d in range(x.ndim) if d not in red and d > last]
+    t = x
+    for _ in range(2):
+        groups = []
+        for g in (outer, red, inner):
+            groups.append(_merge([t.shape[d] for d in g], [t.stride(d) for d in g]))
+        if all(g is not None for g in groups):
+            (O, so), (K, sk), (I, si) = groups
+            return Plan(t, O, K, I, so, sk, si)
+        order = outer + red + inner
+        t = C.contiguous(V.permute(x, order))
+        outer, red, inner = (list(range(len(outer))), list(range(len(outer), len(outer) + len(red))),
+                             list(range(len(outer) + len(red), x.ndim)))
+    raise AssertionError("a contiguous tensor always merges")
+
+
+def identity(op: int, acc: D.DType) -> float | int:
+    """The value masked lanes start from: the op's identity in the accumulator's type."""
+    if op in (SUM, VAR):
+        return 0
+    if op == PROD:
+        return 1
+    if acc.is_floating_point:
+        return -math.inf if op in (MAX, LSE, ARGMAX) else math.inf
+    bits = acc.itemsize * 8
+    return -(2 ** (bits - 1)) if op in (MAX, LSE, ARGMAX) else 2 ** (bits - 1) - 1
+
+
+def acc_dtype(dtype: D.DType, op: int) -> D.DType:
+    """The accumulator type: float32 for half types, int64 for integer sums and products."""
+    if dtype.is_floating_point:
+        return D.compute_dtype(dtype)
+    if op in (SUM, PROD):
+        return D.int64
+    return D.int64 if dtype is D.int64 else D.int32
+
+
+def reduce(x: NBXTensor, dims: tuple[int, ...], keepdim: bool, op: int, out_dtype: D.DType, *,
+           src: D.DType | None = None, acc: D.DType | None = None, pre: int = P_NONE, post: int = Q_NONE,
+           p: float = 0.0, corr: float = 0.0, store: int = 1, ident: float | int | None = None,
+           count: int | None = None) -> Any:
+    """Reduce ``x`` over ``dims`` (already wrapped; empty means a size-1 reduction of each element).
+
+    ``src`` is the type elements are first cast to (torch's ``dtype=``), ``acc`` the accumulator
+    type, ``store`` 1 for values, 2 for int64 indices, 3 for both (a tuple); ``ident`` replaces the
+    op's identity (what an empty reduction gives); ``count`` what mean and variance divide by
+    (default: the reduced size).
+    """
+    src = src or x.dtype
+    acc = acc or acc_dtype(src, op)
+    kept = [d for d in range(x.ndim) if d not in dims]
+    if keepdim:
+        shape = tuple(1 if d in dims else s for d, s in enumerate(x.shape))
+    else:
+        shape = tuple(x.shape[d] for d in kept)
+    outs = []
+    if store % 2 == 1:
+        outs.append(empty_tensor(shape, out_dtype, x.device))
+    if store >= 2:
+        outs.append(empty_tensor(shape, D.int64, x.device))
+    values, indices = (outs[0], outs[-1]) if len(outs) == 2 else (outs[0], outs[0])
+    if values.numel() == 0:
+        return tuple(outs) if store == 3 else outs[0]
+    pl = plan(x, dims)
+    ident = identity(op, acc) if ident is None else ident
+    count = pl.K if count is None else count
+    use_col = pl.I > 1 and abs(pl.si) <= abs(pl.sk)
+    if use_col:
+        bi = min(next_pow2(pl.I), _CPU_BLOCK if BACKEND == "cpu" else 64)
+        bk = min(next_pow2(pl.K), max(_CPU_BLOCK // bi, 1) if BACKEND == "cpu" else 64)
+        programs = pl.O * cdiv(pl.I, bi)
+    else:
+        rows = pl.O * pl.I
+        cap = _CPU_BLOCK if BACKEND == "cpu" else 4096
+        bk = min(next_pow2(pl.K), cap)
+        bm = min(next_pow2(rows), max(cap // bk, 1), 64 if BACKEND != "cpu" else cap)
+        programs = cdiv(rows, bm)
+    splits = _splits(op, programs, pl.K, bk)
+    chunk = cdiv(cdiv(pl.K, splits), bk) * bk
+    splits = cdiv(pl.K, chunk) if pl.K else 1
+    if splits > 1:
+        # Too few programs for the machine: each reduces a slice of K into a partial (without POST),
+        # and a second reduction over the partials finishes (and applies POST).
+        target = empty_tensor((splits, pl.O * pl.I), acc, x.device)
+        step_post, step_store = Q_NONE, 1
+    else:
+        target, step_post, step_store = values, post, store
+    meta = dict(OP=op, PRE=pre, POST=step_post, SRC=tl_dtype(src), ACC=tl_dtype(acc), IDENT=ident, STORE=step_store,
+                INT64=needs_int64(splits * pl.O * pl.K * pl.I, pl.x, target))
+    if use_col:
+        launch(_col_kernel, (pl.O, cdiv(pl.I, bi), splits), pl.x, target, indices, pl.K, pl.I, pl.so, pl.sk, pl.si,
+               chunk, count, float(p), float(corr), BLOCK_K=bk, BLOCK_I=bi, **meta, **_warps(bk * bi))
+    else:
+        launch(_row_kernel, (programs, splits), pl.x, target, indices, rows, pl.K, pl.I, pl.so, pl.sk, pl.si,
+               chunk, count, float(p), float(corr), BLOCK_M=bm, BLOCK_K=bk, **meta, **_warps(bk * bm))
+    if splits > 1:
+        done = reduce(target, (0,), False, op, out_dtype, src=acc, acc=acc, post=post, p=p, corr=corr,
+                      ident=ident, count=pl.K)
+        return V.view(done, shape)
+    return tuple(outs) if store == 3 else outs[0]
+
+
+def _splits(op: int, programs: int, K: int, bk: int) -> int:
+    """How many slices of K to reduce apart (arg ops, variance and logsumexp never split)."""
+    if op not in (SUM, PROD, MAX, MIN):
+        return 1
+    if BACKEND == "cpu":
+        return max(cdiv(K, 2 * _CPU_BLOCK), 1)
+    if programs >= _GPU_PROGRAMS:
+        return 1
+    return max(min(cdiv(_GPU_PROGRAMS, programs), cdiv(K, 4 * bk)), 1)
+
+
+def _warps(tile: int) -> dict[str, int]:
+    if BACKEND == "cpu":
+        return {"num_warps": 1}
+    return {"num_warps": 8 if tile >= 2048 else 4}
