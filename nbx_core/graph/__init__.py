@@ -1,0 +1,41 @@
+"""NBX graphs: the ``name.nbx/`` format, its validator, the runner, and the torch.export importer.
+
+::
+
+    prog = nbx_core.graph.load("model.nbx")        # validate, resolve every op, plan
+    y = prog(x, src_key_padding_mask=mask)         # NBXTensor(s)
+    nbx_core.graph.required_ops("model.nbx")       # {"aten::linear.default": 4, ...}
+
+:mod:`nbx_core.graph.export` turns a ``torch.export.ExportedProgram`` into a graph; it is the one
+module here that imports torch, and it is imported only when asked for. The format is described
+in docs/graph-format.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..device import Device
+from ..registry import Registry
+from .format import FORMAT, VERSION, Graph, TensorSpec, save
+from .runner import Program
+from .validate import load_weights, read_graph
+
+__all__ = ["FORMAT", "VERSION", "Graph", "Program", "TensorSpec", "load", "read_graph", "required_ops", "save"]
+
+
+def load(path: str | Path, *, device: str | Device | None = None, registry: Registry | None = None) -> Program:
+    """Load the graph directory ``path`` as a callable :class:`Program`.
+
+    Validates graph.json and weights.safetensors, resolves every op through ``registry`` (default:
+    the process-wide one) and moves the weights to ``device`` (default: the backend's device).
+    Raises a GraphError subclass for a malformed graph and one UnresolvedOpError listing every
+    op no installed plugin provides.
+    """
+    graph = read_graph(path)
+    return Program(graph, load_weights(graph), device=device, registry=registry)
+
+
+def required_ops(path: str | Path) -> dict[str, int]:
+    """Op name -> number of nodes that call it, from graph.json alone (no weights, no kernels)."""
+    return read_graph(path).op_counts()

@@ -1,0 +1,133 @@
+"""``nbx run GRAPH [--input name=file.npy ...] [--output out.npz] [--device cpu|cuda]``.
+
+Inputs not given are generated, deterministically (``--seed``): floating inputs from a standard
+normal, integer inputs uniform in [0, --int-high), bool inputs all False (an all-masked row would
+make attention undefined). Symbolic dims take the size the graph was exported with unless
+``--dim name=size`` says otherwise. Reading .npy/.npz never unpickles. The summary (inputs, outputs
+with shape and dtype, times) goes to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes as D
+from ..errors import GraphInputError
+from .format import Graph, TensorSpec
+
+
+def add_run_parser(subparsers: Any) -> None:
+    """Add the ``run`` command (nbx_core.cli's contract: defaults set ``func``)."""
+    from ..cli import registry_options
+
+    run = subparsers.add_parser("run", parents=[registry_options()], help="run an NBX graph",
+                                description=__doc__.split("\n\n", 1)[1],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    run.add_argument("graph", metavar="GRAPH", help="a graph directory (name.nbx)")
+    run.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
+                     help="an input from a .npy file (repeatable); inputs not given are generated")
+    run.add_argument("--output", metavar="OUT.npz", help="write the outputs to this .npz file")
+    run.add_argument("--device", default=None, help="cpu or cuda[:N] (default: the backend's device)")
+    run.add_argument("--dim", action="append", default=[], metavar="NAME=SIZE",
+                     help="size of a symbolic dim for generated inputs (default: the exported size)")
+    run.add_argument("--seed", type=int, default=0, help="seed of generated inputs (default 0)")
+    run.add_argument("--int-high", type=int, default=2, help="generated integer inputs lie in [0, N) (default 2)")
+    run.set_defaults(func=_run)
+
+
+def _pairs(items: list[str], flag: str) -> dict[str, str]:
+    from ..cli import UsageError
+
+    out = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name or not value:
+            raise UsageError(f"{flag} {item!r}: expected NAME=VALUE")
+        out[name] = value
+    return out
+
+
+def _read_npy(name: str, file: str) -> np.ndarray:
+    from ..cli import UsageError
+
+    try:
+        return np.load(file, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"--input {name}={file}: cannot read it as a .npy array: {exc}") from exc
+
+
+def generate(spec: TensorSpec, graph: Graph, dims: dict[str, int], rng: np.random.Generator,
+             int_high: int) -> tuple[np.ndarray, str]:
+    """A deterministic input for ``spec`` and a word on how it was made."""
+    for expr in spec.shape:
+        for name in getattr(expr, "symbols", ()):
+            if name not in dims:
+                example = graph.symbols[name].example
+                if example is None:
+                    raise GraphInputError(f"{graph.file}: input {spec.name!r} has symbolic dim {name} with no "
+                                          f"exported size: pass --dim {name}=SIZE or --input {spec.name}=FILE.npy")
+                dims[name] = example
+    shape = tuple(d if isinstance(d, int) else d(dims) for d in spec.shape)
+    dtype = D.from_name(spec.dtype)
+    if dtype.is_floating_point or dtype.is_complex:
+        return rng.standard_normal(shape).astype(dtype.np), "generated, normal(0, 1)"
+    if dtype is D.bool_:
+        return np.zeros(shape, np.bool_), "generated, all False"
+    return rng.integers(0, int_high, shape).astype(dtype.np), f"generated, integers in [0, {int_high})"
+
+
+def _show(shape: tuple[int, ...]) -> str:
+    return "[" + ", ".join(map(str, shape)) + "]"
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ..cli import UsageError
+    from . import load
+
+    started = time.perf_counter()
+    prog = load(args.graph, device=args.device)
+    loaded = time.perf_counter()
+    given = _pairs(args.input, "--input")
+    names = {s.name for s in prog.inputs}
+    unknown = sorted(set(given) - names)
+    if unknown:
+        raise UsageError(f"--input {unknown[0]}: the graph has no such input; inputs: {', '.join(sorted(names))}")
+    dims = {}
+    for name, size in _pairs(args.dim, "--dim").items():
+        if name not in prog.graph.symbols or not size.isdigit():
+            raise UsageError(f"--dim {name}={size}: expected one of the graph's symbols "
+                             f"({', '.join(prog.graph.symbols) or 'none'}) and a size")
+        dims[name] = int(size)
+    rng = np.random.default_rng(args.seed)
+    inputs, notes = {}, {}
+    for spec in prog.inputs:
+        if spec.name in given:
+            inputs[spec.name], notes[spec.name] = _read_npy(spec.name, given[spec.name]), f"from {given[spec.name]}"
+        else:
+            inputs[spec.name], note = generate(spec, prog.graph, dims, rng, args.int_high)
+            notes[spec.name] = f"{note}, seed {args.seed}"
+    results = prog.run(inputs)
+    ran = time.perf_counter()
+    print(f"{args.graph} on {prog.device}: {len(prog.graph.nodes)} nodes")
+    print("inputs:")
+    for spec in prog.inputs:
+        array = inputs[spec.name]
+        print(f"  {spec.name}  {spec.dtype}  {_show(array.shape)}  ({notes[spec.name]})")
+    print("outputs:")
+    arrays = {}
+    for name, value in results.items():
+        print(f"  {name}  {value.dtype}  {_show(value.shape)}")
+        array = value.numpy()
+        # npz stores numpy's own dtypes only: bfloat16 and float8 are widened to float32.
+        arrays[name] = array.astype(np.float32) if array.dtype.kind == "V" or value.dtype.is_float8 \
+            or value.dtype is D.bfloat16 else np.ascontiguousarray(array)
+    print(f"time: load + resolve {loaded - started:.3f} s, run {ran - loaded:.3f} s")
+    if args.output:
+        np.savez(Path(args.output), **arrays)
+        print(f"wrote {args.output}")
+    return 0

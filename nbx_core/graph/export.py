@@ -1,0 +1,401 @@
+"""torch.export → NBX graph. The one module of nbx_core.graph that imports torch (extra ``export``).
+
+:func:`export` walks ``ep.graph_module.graph`` once, in order:
+
+- placeholders become graph inputs (user inputs, with symbolic dims from ``torch.export.Dim``
+  and their ranges from ``ep.range_constraints``) or weights (parameters, buffers, lifted
+  constants), stored in weights.safetensors under their state-dict names;
+- an op the registry can run (after renaming ATen aliases, :mod:`.aliases`) becomes a node;
+- an op it cannot run is decomposed alone: that single call is traced with ``make_fx`` on its
+  fake arguments, through torch's decomposition (or its CompositeImplicit kernel, or, for an
+  in-place op, functional op + ``copy_``), and the resulting calls go through the same walk, so
+  sdpa stays sdpa when nbx-attention is installed. No whole-graph ``run_decompositions``;
+- ``operator.getitem`` selects a result; ``sym_size`` and arithmetic on SymInts become symbolic
+  expressions evaluated at run time; assertion ops are dropped;
+- ops with neither kernel nor decomposition are collected and reported together (ExportError).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import sympy
+import torch
+import torch.fx as fx
+import torch.utils._pytree as pytree
+from torch.export import ExportedProgram
+from torch.export.graph_signature import InputKind, OutputKind, TensorArgument
+
+from .. import __version__, opnames
+from .. import dtypes as D
+from ..errors import DuplicateKernelError, ExportError, NbxError, UnresolvedOpError
+from ..registry import Registry, get_registry
+from . import aliases
+from .format import FORMAT, VERSION, ref, save, scalar, sym
+
+_KIND = {InputKind.PARAMETER: "parameter", InputKind.BUFFER: "buffer", InputKind.CONSTANT_TENSOR: "constant"}
+_SYM_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
+
+
+def _op_name(op: torch._ops.OpOverload) -> str:
+    namespace, _, rest = op.name().partition("::")
+    return f"{namespace}::{rest}" + ("" if "." in rest else ".default")
+
+
+def _overload(name: str) -> torch._ops.OpOverload | None:
+    namespace, _, rest = name.partition("::")
+    op, _, overload = rest.partition(".")
+    try:
+        return getattr(getattr(getattr(torch.ops, namespace), op), overload or "default")
+    except (AttributeError, RuntimeError):
+        return None
+
+
+def _decompositions() -> dict[Any, Callable[..., Any]]:
+    # Core ATen's table only: torch's full table lowers some ops to prims, which no NBX family owns.
+    from torch._decomp import core_aten_decompositions
+
+    return dict(core_aten_decompositions())
+
+
+class _Availability:
+    """Whether an op can run: the registry resolves it, or it is in the ``available`` list."""
+
+    def __init__(self, registry: Registry | None, available: Iterable[str] | None) -> None:
+        self.registry = registry
+        self.available = None if available is None else frozenset(available)
+
+    def __call__(self, name: str) -> bool:
+        if self.available is not None:
+            return name in self.available or opnames.base_name(name) in self.available
+        assert self.registry is not None
+        try:
+            self.registry.resolve(name)
+        except UnresolvedOpError:
+            return False
+        except DuplicateKernelError:
+            return True  # provided twice: running it needs a preference, but it needs no decomposition
+        return True
+
+    def why(self, name: str) -> str:
+        if self.registry is None:
+            return f"{name}: not in the given list of available ops"
+        return self.registry.explain_missing(name)
+
+
+class _Exporter:
+    def __init__(self, ep: ExportedProgram, can_run: _Availability) -> None:
+        self.ep = ep
+        self.can_run = can_run
+        self.nodes: list[dict[str, Any]] = []
+        self.missing: dict[str, list[str]] = {}
+        self.symbols: dict[sympy.Symbol, str] = {}
+        self.decompositions = _decompositions()
+
+    # -- symbols -------------------------------------------------------------------------------------
+    def _symbol_table(self) -> dict[str, dict[str, int | None]]:
+        shape_env = next((n.meta["val"].fake_mode.shape_env for n in self.ep.graph.nodes
+                          if isinstance(n.meta.get("val"), torch.Tensor)), None)
+        debug = getattr(shape_env, "source_name_to_debug_name", {}) if shape_env is not None else {}
+        table: dict[str, dict[str, int | None]] = {}
+        for symbol, bounds in sorted(self.ep.range_constraints.items(), key=lambda kv: str(kv[0])):
+            sources = shape_env.var_to_sources.get(symbol, []) if shape_env is not None else []
+            name = next((debug[s.name] for s in sources if s.name in debug), str(symbol))
+            if not name.isidentifier() or name in table:
+                name = str(symbol)
+            self.symbols[symbol] = name
+            upper = None if bounds.upper.is_infinite else int(bounds.upper)
+            hints = getattr(shape_env, "backed_var_to_val", None) or getattr(shape_env, "var_to_val", {})
+            example = hints.get(symbol)
+            table[name] = {"min": max(0, int(bounds.lower)), "max": upper,
+                           "example": None if example is None else int(example)}
+        return table
+
+    def _expr(self, expr: sympy.Expr, where: str) -> str:
+        """A sympy expression over input symbols as NBX's expression grammar (symbolic.py)."""
+        from torch.utils._sympy.functions import FloorDiv, Mod, PythonMod
+
+        def text(e: sympy.Expr, tight: bool) -> str:
+            if e.is_Integer:
+                return str(int(e))
+            if e.is_Symbol:
+                if e not in self.symbols:
+                    raise ExportError(f"{where}: symbol {e} is not bound by an input dim (a data-dependent "
+                                      "size, e.g. from nonzero or item()): NBX graphs do not support those yet")
+                return self.symbols[e]
+            if isinstance(e, sympy.Add | sympy.Mul):
+                joiner = " + " if isinstance(e, sympy.Add) else "*"
+                parts = [text(a, isinstance(e, sympy.Mul)) for a in e.args]
+                if any(a.is_Rational and not a.is_Integer for a in e.args):
+                    raise ExportError(f"{where}: symbolic size {expr} has a fraction")
+                body = joiner.join(parts)
+                return f"({body})" if tight and isinstance(e, sympy.Add) else body
+            if isinstance(e, sympy.Pow) and e.exp.is_Integer and int(e.exp) > 0:
+                return f"({text(e.base, True)})**{int(e.exp)}"
+            if isinstance(e, FloorDiv):
+                return f"({text(e.args[0], True)}//{text(e.args[1], True)})"
+            if isinstance(e, Mod | PythonMod | sympy.Mod):
+                return f"({text(e.args[0], True)}%{text(e.args[1], True)})"
+            if isinstance(e, sympy.Max | sympy.Min):
+                fn = "max" if isinstance(e, sympy.Max) else "min"
+                return f"{fn}({', '.join(text(a, False) for a in e.args)})"
+            raise ExportError(f"{where}: symbolic size {expr} uses {type(e).__name__}, which NBX graphs cannot "
+                              "express (supported: + - * // % ** max min)")
+
+        return text(sympy.sympify(expr), False)
+
+    def _dim(self, dim: Any, where: str) -> int | str:
+        if isinstance(dim, torch.SymInt):
+            expr = dim.node.expr
+            return int(expr) if expr.is_Integer else self._expr(expr, where)
+        return int(dim)
+
+    def _spec(self, name: str, val: Any, where: str) -> dict[str, Any]:
+        if not isinstance(val, torch.Tensor):
+            raise ExportError(f"{where}: {name!r} is a {type(val).__name__}; NBX graph inputs and outputs are tensors")
+        return {"name": name, "dtype": _dtype_name(val.dtype, where),
+                "shape": [self._dim(d, f"{where}: {name!r}") for d in val.shape]}
+
+    # -- arguments -----------------------------------------------------------------------------------
+    def _arg(self, value: Any, env: Mapping[fx.Node, Any], where: str) -> Any:
+        if isinstance(value, fx.Node):
+            if value not in env:
+                raise ExportError(f"{where}: reads {value.name!r}, which the export dropped (an assertion)")
+            return env[value]
+        if isinstance(value, list | tuple):
+            return [self._arg(v, env, where) for v in value]
+        if value is None or isinstance(value, bool | int | float | complex | str):
+            return scalar(value) if isinstance(value, float | complex) else value
+        if isinstance(value, torch.dtype):
+            return {"dtype": _dtype_name(value, where)}
+        if isinstance(value, torch.device):
+            return {"device": str(value)}
+        if isinstance(value, torch.layout):
+            return {"layout": str(value).removeprefix("torch.")}
+        if isinstance(value, torch.memory_format):
+            return {"memory_format": str(value).removeprefix("torch.")}
+        if isinstance(value, _SYM_TYPES):
+            return self._sym_value(value, where)
+        raise ExportError(f"{where}: argument {value!r} ({type(value).__name__}) has no NBX graph encoding")
+
+    def _sym_value(self, value: Any, where: str) -> Any:
+        if isinstance(value, torch.SymInt):
+            expr = value.node.expr
+            return int(expr) if expr.is_Integer else sym(self._expr(expr, where))
+        if isinstance(value, torch.SymBool | torch.SymFloat):
+            expr = value.node.expr
+            if expr.is_Number or expr in (sympy.true, sympy.false):
+                return bool(expr) if isinstance(value, torch.SymBool) else float(expr)
+        raise ExportError(f"{where}: symbolic {type(value).__name__} {value} is used as an op argument; NBX graphs "
+                          "carry symbolic ints only")
+
+    # -- nodes ---------------------------------------------------------------------------------------
+    def walk(self, graph: fx.Graph, env: dict[fx.Node, Any], prefix: str, depth: int) -> Any:
+        """Emit every call of ``graph`` (placeholders already bound in ``env``); returns the output."""
+        for node in graph.nodes:
+            if node.op == "placeholder":
+                continue
+            if node.op == "output":
+                return pytree.tree_map(lambda a: env[a] if isinstance(a, fx.Node) else a, node.args[0])
+            if node.op != "call_function":
+                raise ExportError(f"node {node.name!r}: {node.op} nodes ({node.target}) are not supported")
+            self._call(node, env, prefix, depth)
+        raise ExportError("graph has no output node")
+
+    def _call(self, node: fx.Node, env: dict[fx.Node, Any], prefix: str, depth: int) -> None:
+        name = prefix + node.name
+        where = f"node {name!r} ({node.target})"
+        val = node.meta.get("val")
+        if node.target is operator.getitem:
+            env[node] = env[node.args[0]][node.args[1]]
+            return
+        is_op = isinstance(node.target, torch._ops.OpOverload)
+        if (isinstance(val, (*_SYM_TYPES, int, float, bool)) and not is_op) or (
+                isinstance(val, _SYM_TYPES) and node.target in _SYM_OPS):
+            # sym_size and Python arithmetic on sizes: an expression over the input dims
+            env[node] = self._sym_value(val, where) if isinstance(val, _SYM_TYPES) else scalar(val)
+            return
+        if not isinstance(node.target, torch._ops.OpOverload):
+            raise ExportError(f"{where}: {node.target} is not an ATen op; NBX graphs hold ATen ops only "
+                              "(control flow and custom Python calls must be removed before export)")
+        op_name = aliases.canonical(_op_name(node.target))
+        if opnames.base_name(op_name) in aliases.DROPPED:
+            return
+        target = _overload(op_name) or node.target
+        if self.can_run(op_name):
+            self._emit(node, name, op_name, env, where)
+            return
+        decomposed = self._decompose(node, target, depth)
+        if decomposed is None:
+            self.missing.setdefault(op_name, []).append(name)
+            # keep walking, to report every missing op at once
+            env[node] = [ref(f"{name}.{i}") for i in range(len(val))] if isinstance(val, list | tuple) else ref(name)
+            return
+        sub_env = dict(zip([n for n in decomposed.graph.nodes if n.op == "placeholder"],
+                           [self._arg(a, env, where) for a in _node_args(node)], strict=True))
+        env[node] = self.walk(decomposed.graph, sub_env, f"{name}/", depth + 1)
+
+    def _emit(self, node: fx.Node, name: str, op_name: str, env: dict[fx.Node, Any], where: str) -> None:
+        args = self._arg(list(node.args), env, where)
+        kwargs = {k: self._arg(v, env, where) for k, v in node.kwargs.items()}
+        val = node.meta.get("val")
+        if isinstance(val, list | tuple):
+            used = {u.args[1] for u in node.users if u.target is operator.getitem}
+            whole = any(u.target is not operator.getitem for u in node.users)
+            outputs = [f"{name}.{i}" if whole or i in used else None for i in range(len(val))]
+            env[node] = [None if o is None else ref(o) for o in outputs]
+        else:
+            outputs = [name]
+            env[node] = ref(name)
+        self.nodes.append({"name": name, "op": op_name, "args": args, "kwargs": kwargs, "outputs": outputs})
+
+    def _decompose(self, node: fx.Node, target: torch._ops.OpOverload, depth: int) -> fx.GraphModule | None:
+        """``node`` alone, traced into smaller ATen calls; None when torch has no way to do that."""
+        if depth > 20:
+            return None
+        fn = None
+        schema = target._schema
+        if schema.arguments and schema.arguments[0].alias_info is not None \
+                and schema.arguments[0].alias_info.is_write and schema.name.endswith("_"):
+            functional = _overload(f"{schema.name[:-1]}.{target._overloadname}")
+            if functional is not None:
+                def fn(self_: Any, *args: Any, **kwargs: Any) -> Any:  # in-place = functional + copy_
+                    return self_.copy_(functional(self_, *args, **kwargs))
+        if fn is None:
+            fn = self.decompositions.get(target)
+        if fn is None and torch._C._dispatch_has_kernel_for_dispatch_key(target.name(), "CompositeImplicitAutograd"):
+            fn = target.decompose
+        if fn is None:
+            return None
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        flat, spec = pytree.tree_flatten((node.args, node.kwargs))
+        slots = [i for i, a in enumerate(flat) if isinstance(a, fx.Node)]
+        vals = [a.meta.get("val") if isinstance(a, fx.Node) else a for a in flat]
+
+        def call(*inputs: Any) -> Any:
+            values = list(vals)
+            for slot, value in zip(slots, inputs, strict=True):
+                values[slot] = value
+            args, kwargs = pytree.tree_unflatten(values, spec)
+            return fn(*args, **kwargs)
+
+        try:
+            gm = make_fx(call, decomposition_table={target: fn})(*[vals[i] for i in slots])
+        except Exception:  # torch could not trace this decomposition on these arguments
+            return None
+        calls = [n.target for n in gm.graph.nodes if n.op == "call_function"]
+        return None if target in calls else gm  # a decomposition that calls itself decomposes nothing
+
+    # -- the program ---------------------------------------------------------------------------------
+    def run(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        ep, sig = self.ep, self.ep.graph_signature
+        symbols = self._symbol_table()
+        placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
+        env: dict[fx.Node, Any] = {}
+        inputs, weights, arrays = [], [], {}
+        for node, spec in zip(placeholders, sig.input_specs, strict=True):
+            where = f"input {node.name!r}"
+            if spec.kind == InputKind.USER_INPUT:
+                if not isinstance(spec.arg, TensorArgument):
+                    env[node] = self._arg(getattr(spec.arg, "value", None), env, where)
+                    continue
+                inputs.append(self._spec(node.name, node.meta["val"], where))
+            elif spec.kind in _KIND:
+                tensor = ep.constants.get(spec.target) if spec.kind == InputKind.CONSTANT_TENSOR \
+                    else ep.state_dict.get(spec.target, ep.constants.get(spec.target))
+                if not isinstance(tensor, torch.Tensor):
+                    raise ExportError(f"{where}: {spec.kind.name} {spec.target!r} is a {type(tensor).__name__}, not "
+                                      "a tensor; NBX graphs store tensors only")
+                arrays[spec.target] = _to_numpy(tensor, where)
+                weights.append({"name": node.name, "key": spec.target, "kind": _KIND[spec.kind],
+                                "dtype": _dtype_name(tensor.dtype, where), "shape": list(tensor.shape)})
+            else:
+                raise ExportError(f"{where}: {spec.kind.name} inputs are not supported by NBX graphs")
+            env[node] = ref(node.name)
+        result = self.walk(ep.graph, env, "", 0)
+        if self.missing:
+            listed = "\n  ".join(f"{self.can_run.why(op)} [needed by {len(names)} node(s), first {names[0]!r}]; "
+                                 "torch has no decomposition for it" for op, names in self.missing.items())
+            raise ExportError(f"{len(self.missing)} ops have no kernel in the registry and no decomposition, so the "
+                              f"graph cannot run on NBX:\n  {listed}\nInstall the plugins named, or register kernels "
+                              "for these names")
+        output_node = next(n for n in ep.graph.nodes if n.op == "output")
+        outputs, mutations = [], []
+        for out_node, spec, value in zip(output_node.args[0], sig.output_specs, result, strict=True):
+            where = f"output {spec.arg}"
+            if not isinstance(value, dict) or "ref" not in value:
+                raise ExportError(f"{where}: the output is {value!r}, not a tensor value")
+            if spec.kind == OutputKind.USER_OUTPUT:
+                outputs.append(self._spec(value["ref"], out_node.meta["val"], where))
+            elif spec.kind == OutputKind.BUFFER_MUTATION:
+                mutations.append({"value": value["ref"], "kind": "buffer", "target": spec.target})
+            elif spec.kind == OutputKind.USER_INPUT_MUTATION:
+                target = next(s.arg.name for s in sig.input_specs
+                              if s.kind == InputKind.USER_INPUT and getattr(s.arg, "name", None) == spec.target)
+                mutations.append({"value": value["ref"], "kind": "user_input", "target": target})
+            else:
+                raise ExportError(f"{where}: {spec.kind.name} outputs are not supported (export in eval mode)")
+        document = {
+            "format": FORMAT, "version": VERSION,
+            "producer": {"name": "nbx_core.graph.export", "nbx": __version__, "torch": torch.__version__},
+            "symbols": symbols, "inputs": inputs, "weights": weights, "nodes": self.nodes,
+            "outputs": outputs, "mutations": mutations,
+        }
+        return document, arrays
+
+
+_SYM_OPS = {torch.ops.aten.sym_size.int, torch.ops.aten.sym_numel.default, torch.ops.aten.sym_stride.int,
+            torch.ops.aten.sym_storage_offset.default}
+
+
+def _node_args(node: fx.Node) -> list[fx.Node]:
+    flat, _ = pytree.tree_flatten((node.args, node.kwargs))
+    return [a for a in flat if isinstance(a, fx.Node)]
+
+
+def _dtype_name(dtype: torch.dtype, where: str) -> str:
+    try:
+        return D.from_name(str(dtype)).name
+    except NbxError as exc:
+        raise ExportError(f"{where}: {exc}") from None
+
+
+def _to_numpy(tensor: torch.Tensor, where: str) -> np.ndarray:
+    """The tensor's bytes as a numpy array of its NBX dtype (ml_dtypes for bfloat16 and float8)."""
+    dtype = D.from_name(_dtype_name(tensor.dtype, where))
+    flat = tensor.detach().to("cpu").contiguous().reshape(-1)
+    return flat.view(torch.uint8).numpy().view(dtype.np).reshape(tuple(tensor.shape)).copy()
+
+
+def export(exported_program: ExportedProgram, path: str | Path, registry: Registry | None = None, *,
+           available: Iterable[str] | None = None) -> Path:
+    """Write ``exported_program`` as the graph directory ``path`` (atomically) and return the path.
+
+    Ops that ``registry`` (default: the installed plugins) cannot run are decomposed, node by
+    node. ``available`` (op names, ``ns::op`` or ``ns::op.overload``) replaces the registry's
+    answer, to export for an installation other than this one. Raises ExportError naming every
+    op with no kernel and no decomposition.
+    """
+    if not isinstance(exported_program, ExportedProgram):
+        raise ExportError(f"export: expected a torch.export.ExportedProgram, got {type(exported_program).__name__}; "
+                          "use export_module for an nn.Module")
+    if available is None and registry is None:
+        registry = get_registry()
+    document, arrays = _Exporter(exported_program, _Availability(registry, available)).run()
+    return save(document, arrays, path)
+
+
+def export_module(module: torch.nn.Module, example_args: tuple[Any, ...], path: str | Path,
+                  dynamic_shapes: Any = None, *, example_kwargs: Mapping[str, Any] | None = None,
+                  registry: Registry | None = None, available: Iterable[str] | None = None) -> Path:
+    """``torch.export.export(module, example_args, example_kwargs, dynamic_shapes=...)`` then :func:`export`.
+
+    Export ``module.eval()`` for inference: dropout off, batch norm on its running statistics.
+    """
+    ep = torch.export.export(module, tuple(example_args), dict(example_kwargs or {}), dynamic_shapes=dynamic_shapes)
+    return export(ep, path, registry, available=available)

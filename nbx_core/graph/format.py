@@ -1,0 +1,231 @@
+"""The on-disk graph: ``name.nbx/`` = ``graph.json`` + ``weights.safetensors``.
+
+Documented in docs/graph-format.md. This module holds the schema's constants, the in-memory
+form the validator produces (:class:`Graph`), the JSON codec for node arguments, and atomic
+saving. Nothing here imports torch, and nothing is ever pickled.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import struct
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..dtypes import from_numpy as dtype_of
+from .symbolic import Expr
+
+FORMAT = "nbx-graph"
+VERSION = 1
+GRAPH_FILE = "graph.json"
+WEIGHTS_FILE = "weights.safetensors"
+
+# NBX dtype name -> safetensors dtype code, and back.
+SAFETENSORS_DTYPES: dict[str, str] = {
+    "bool": "BOOL", "uint8": "U8", "int8": "I8", "int16": "I16", "int32": "I32", "int64": "I64",
+    "float16": "F16", "bfloat16": "BF16", "float32": "F32", "float64": "F64", "complex64": "C64",
+    "float8_e4m3fn": "F8_E4M3", "float8_e5m2": "F8_E5M2",
+}
+NBX_DTYPES: dict[str, str] = {code: name for name, code in SAFETENSORS_DTYPES.items()}
+
+WEIGHT_KINDS = ("parameter", "buffer", "constant")
+MUTATION_KINDS = ("buffer", "user_input")
+
+
+# -- argument values ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ref:
+    """An argument that names a value: a graph input, a weight or an earlier node's output."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Sym:
+    """A symbolic int argument, evaluated from the bound input dims at run time."""
+
+    expr: Expr
+
+
+@dataclass(frozen=True)
+class DeviceArg:
+    """A device argument (``arange(..., device=cpu)``): the program's run device replaces it."""
+
+    name: str
+
+
+def ref(name: str) -> dict[str, str]:
+    return {"ref": name}
+
+
+def sym(text: str) -> dict[str, str]:
+    return {"sym": text}
+
+
+def scalar(value: bool | int | float | complex) -> Any:
+    """A Python scalar as JSON: non-finite floats and complex numbers are tagged objects."""
+    if isinstance(value, complex):
+        return {"complex": [scalar(value.real), scalar(value.imag)]}
+    if isinstance(value, float) and not math.isfinite(value):
+        return {"float": "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")}
+    return value
+
+
+# -- the validated graph -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SymbolSpec:
+    """A symbolic dim: its inclusive range (None: unbounded) and the size the export traced with."""
+
+    name: str
+    min: int
+    max: int | None
+    example: int | None
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A declared graph input or output: dtype name and shape (ints and symbolic expressions)."""
+
+    name: str
+    dtype: str
+    shape: tuple[int | Expr, ...]
+
+
+@dataclass(frozen=True)
+class WeightSpec:
+    """A value stored in weights.safetensors under ``key``."""
+
+    name: str
+    key: str
+    kind: str
+    dtype: str
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Node:
+    """One op call. ``outputs`` names the op's results in order (None: a result nobody reads)."""
+
+    index: int
+    name: str
+    op: str
+    args: tuple[Any, ...]
+    kwargs: Mapping[str, Any]
+    outputs: tuple[str | None, ...]
+
+    def where(self, file: str | Path) -> str:
+        return f"{file}: node {self.index} {self.name!r} ({self.op})"
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """After a run, value ``value`` becomes the new state of buffer (or user input) ``target``."""
+
+    value: str
+    kind: str
+    target: str
+
+
+@dataclass(frozen=True)
+class Graph:
+    """A validated graph.json. ``document`` is the JSON it came from."""
+
+    path: Path
+    symbols: Mapping[str, SymbolSpec]
+    inputs: tuple[TensorSpec, ...]
+    weights: tuple[WeightSpec, ...]
+    nodes: tuple[Node, ...]
+    outputs: tuple[TensorSpec, ...]
+    mutations: tuple[Mutation, ...]
+    document: Mapping[str, Any] = field(repr=False)
+
+    @property
+    def file(self) -> Path:
+        return self.path / GRAPH_FILE
+
+    def op_counts(self) -> dict[str, int]:
+        """How many nodes call each op name, in order of first use."""
+        counts: dict[str, int] = {}
+        for node in self.nodes:
+            counts[node.op] = counts.get(node.op, 0) + 1
+        return counts
+
+
+# -- saving ---------------------------------------------------------------------------------------------
+
+
+def write_safetensors(path: Path, arrays: Mapping[str, np.ndarray], dtypes: Mapping[str, str]) -> None:
+    """Write ``arrays`` (keyed like the file) in the safetensors layout, ``dtypes`` giving each NBX
+    dtype name. Written directly because safetensors.numpy cannot store float8."""
+    header: dict[str, Any] = {"__metadata__": {"format": FORMAT}}
+    offset = 0
+    blobs = []
+    for key, array in arrays.items():
+        data = np.ascontiguousarray(array).tobytes()
+        header[key] = {"dtype": SAFETENSORS_DTYPES[dtypes[key]], "shape": list(array.shape),
+                       "data_offsets": [offset, offset + len(data)]}
+        offset += len(data)
+        blobs.append(data)
+    encoded = json.dumps(header, separators=(",", ":")).encode()
+    encoded += b" " * (-len(encoded) % 8)  # the format asks for 8-byte alignment of the data
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(encoded)))
+        f.write(encoded)
+        for blob in blobs:
+            f.write(blob)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def save(document: Mapping[str, Any], weights: Mapping[str, np.ndarray], path: str | Path) -> Path:
+    """Validate ``document`` with ``weights`` and write them as the graph directory ``path``.
+
+    Atomic: everything is written to a temporary directory beside ``path`` and renamed into
+    place, so an interrupted save leaves either the old graph or the new one, never half of one.
+    ``weights`` maps each weight's key to a numpy array (ml_dtypes for bfloat16 and float8).
+    """
+    from .validate import check_weights, parse_document
+
+    path = Path(path)
+    graph = parse_document(document, path)
+    given = {key: (dtype_of(a.dtype).name, tuple(a.shape)) for key, a in weights.items()}
+    check_weights(graph, given, "given to save()")
+    dtypes = {w.key: w.dtype for w in graph.weights}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    old = None
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes it private; a graph is an ordinary directory
+        with open(tmp / GRAPH_FILE, "w", encoding="utf-8") as f:
+            json.dump(document, f, indent=1, allow_nan=False)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        write_safetensors(tmp / WEIGHTS_FILE, {w.key: weights[w.key] for w in graph.weights}, dtypes)
+        if path.exists():
+            # A directory cannot be renamed over a non-empty one: move the old graph aside first.
+            old = path.with_name(f".{path.name}.{os.getpid()}.old")
+            os.replace(path, old)
+        os.replace(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None and not path.exists():
+            os.replace(old, path)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+    return path

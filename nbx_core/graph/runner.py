@@ -1,0 +1,280 @@
+"""Running a graph: validate → resolve every op → plan last uses → execute.
+
+A :class:`Program` resolves every op name through the registry when it is built, so a graph
+that needs a name nobody provides fails with one error listing each missing name and how many
+nodes use it, before any kernel runs. Each intermediate value is dropped right after its last
+use; in-place ops and ``copy_`` write into the value they mutate, so later readers see the
+write. Buffer mutations recorded by torch.export update the program's stored buffers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from .. import dtypes as D
+from ..device import Device, as_device
+from ..errors import (
+    DuplicateKernelError,
+    GraphArityError,
+    GraphError,
+    GraphInputError,
+    NbxError,
+    UnresolvedOpError,
+)
+from ..registry import Registry, get_registry
+from ..tensor import NBXTensor, from_numpy
+from .format import DeviceArg, Graph, Node, Ref, Sym, TensorSpec
+from .symbolic import Expr
+
+
+def _uses(value: Any, out: list[str]) -> None:
+    if isinstance(value, Ref):
+        out.append(value.name)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _uses(item, out)
+
+
+def plan_frees(graph: Graph) -> list[tuple[str, ...]]:
+    """For each node, the values to drop once it has run: those it reads last, and its own
+    results that nothing reads. Graph outputs, mutation sources, inputs and weights are kept."""
+    keep = {o.name for o in graph.outputs} | {m.value for m in graph.mutations}
+    keep |= {s.name for s in graph.inputs} | {w.name for w in graph.weights}
+    last: dict[str, int] = {}
+    for node in graph.nodes:
+        for name in node.outputs:
+            if name is not None:
+                last[name] = node.index
+        used: list[str] = []
+        _uses(node.args, used)
+        _uses(list(node.kwargs.values()), used)
+        for name in used:
+            last[name] = node.index
+    frees: list[list[str]] = [[] for _ in graph.nodes]
+    for name, index in last.items():
+        if name not in keep:
+            frees[index].append(name)
+    return [tuple(f) for f in frees]
+
+
+def resolve_ops(graph: Graph, registry: Registry) -> dict[str, Callable[..., Any]]:
+    """The kernel of every op the graph calls; one UnresolvedOpError lists all that are missing."""
+    counts = graph.op_counts()
+    problems = []
+    for name, count in counts.items():
+        try:
+            registry.resolve(name)
+        except (UnresolvedOpError, DuplicateKernelError) as exc:
+            problems.append(f"{exc} [used by {count} node{'s' if count > 1 else ''}]")
+    if problems:
+        raise UnresolvedOpError(
+            f"{graph.file}: {len(problems)} of the {len(counts)} ops the graph calls cannot be resolved, so "
+            "nothing ran:\n  " + "\n  ".join(problems)
+        )
+    return {name: registry.lookup(name) for name in counts}  # imports kernels: import errors come now
+
+
+class _Dims(dict):
+    """Symbol -> size bound from the inputs, with where each was bound (for messages)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.origin: dict[str, str] = {}
+
+
+class Program:
+    """A loaded graph, ready to run: ``prog(x, mask=m)`` or ``prog.run({"x": x})``.
+
+    Build one with :func:`nbx_core.graph.load`. Inputs may be NBXTensors, numpy arrays or any
+    DLPack producer (a torch tensor); they are moved to the program's device.
+    """
+
+    def __init__(self, graph: Graph, weights: Mapping[str, Any], *, device: str | Device | None = None,
+                 registry: Registry | None = None) -> None:
+        from ..backend import default_device
+
+        self.graph = graph
+        self.device = as_device(device) if device is not None else default_device()
+        self._registry = registry if registry is not None else get_registry()
+        self._kernels = resolve_ops(graph, self._registry)
+        self._frees = plan_frees(graph)
+        self._producers = {name: node for node in graph.nodes for name in node.outputs if name is not None}
+        self._buffers = {key: self._to_device(from_numpy(array)) for key, array in weights.items()}
+
+    # -- declaration ---------------------------------------------------------------------------------
+    @property
+    def inputs(self) -> tuple[TensorSpec, ...]:
+        """The declared inputs, in call order (dtype names; shapes of ints and symbolic Exprs)."""
+        return self.graph.inputs
+
+    @property
+    def outputs(self) -> tuple[TensorSpec, ...]:
+        """The declared outputs, in return order."""
+        return self.graph.outputs
+
+    def required_ops(self) -> dict[str, int]:
+        """Op name -> number of nodes calling it."""
+        return self.graph.op_counts()
+
+    def __repr__(self) -> str:
+        return f"<nbx Program {self.graph.path} on {self.device}: {len(self.graph.nodes)} nodes>"
+
+    # -- running ---------------------------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> NBXTensor | tuple[NBXTensor, ...]:
+        """Run on positional and/or keyword inputs; one output comes back bare, several as a tuple."""
+        names = [s.name for s in self.graph.inputs]
+        if len(args) > len(names):
+            raise GraphInputError(f"{self.graph.file}: {len(args)} positional inputs given, the graph takes "
+                                  f"{len(names)} ({', '.join(names)})")
+        given = dict(zip(names, args, strict=False))
+        for name, value in kwargs.items():
+            if name in given:
+                raise GraphInputError(f"{self.graph.file}: input {name!r} given both by position and by name")
+            given[name] = value
+        results = self.run(given)
+        values = tuple(results[o.name] for o in self.graph.outputs)
+        return values[0] if len(values) == 1 else values
+
+    def run(self, inputs: Mapping[str, Any]) -> dict[str, NBXTensor]:
+        """Run on ``inputs`` (name -> tensor); returns output name -> NBXTensor."""
+        file = self.graph.file
+        unknown = sorted(set(inputs) - {s.name for s in self.graph.inputs})
+        missing = [s.name for s in self.graph.inputs if s.name not in inputs]
+        if unknown or missing:
+            raise GraphInputError(f"{file}: inputs do not match the graph's "
+                                  f"({', '.join(s.name for s in self.graph.inputs)}): missing {missing}, "
+                                  f"unknown {unknown}")
+        env: dict[str, Any] = {w.name: self._buffers[w.key] for w in self.graph.weights}
+        dims = _Dims()
+        for spec in self.graph.inputs:
+            env[spec.name] = tensor = self._as_input(spec, inputs[spec.name])
+            self._bind(spec, tensor, dims, f"input {spec.name!r}")
+        for spec in self.graph.inputs:
+            self._check_exprs(spec, env[spec.name], dims, f"input {spec.name!r}", GraphInputError)
+        for node, frees in zip(self.graph.nodes, self._frees, strict=True):
+            self._execute(node, env, dims)
+            for name in frees:
+                del env[name]
+        results = {}
+        for spec in self.graph.outputs:
+            results[spec.name] = env[spec.name]
+            self._check_output(spec, env[spec.name], dims)
+        for mutation in self.graph.mutations:
+            if mutation.kind == "buffer":
+                self._buffers[mutation.target] = env[mutation.value]
+            else:
+                self._registry.call("aten::copy_", env[mutation.target], env[mutation.value])
+        return results
+
+    def _execute(self, node: Node, env: dict[str, Any], dims: Mapping[str, int]) -> None:
+        args = [self._arg(a, env, dims) for a in node.args]
+        kwargs = {k: self._arg(v, env, dims) for k, v in node.kwargs.items()}
+        try:
+            result = self._kernels[node.op](*args, **kwargs)
+        except NbxError as exc:
+            raise type(exc)(f"{node.where(self.graph.file)}: {exc}") from exc
+        except Exception as exc:  # a kernel's own bug: keep its type, say where it happened
+            exc.add_note(f"while running {node.where(self.graph.file)}")
+            raise
+        outputs = node.outputs
+        many = isinstance(result, tuple | list)
+        if len(outputs) == 1 and (not many or len(result) == 1):
+            values = (result[0] if many else result,)
+        elif many and len(result) == len(outputs):
+            values = tuple(result)
+        else:
+            got = f"{len(result)} results" if many else "one result"
+            raise GraphArityError(f"{node.where(self.graph.file)}: the kernel returned {got} but the node declares "
+                                  f"{len(outputs)} outputs; re-export the graph or fix the kernel")
+        for name, value in zip(outputs, values, strict=True):
+            if name is not None:
+                env[name] = value
+
+    def _arg(self, value: Any, env: Mapping[str, Any], dims: Mapping[str, int]) -> Any:
+        if isinstance(value, Ref):
+            return env[value.name]
+        if isinstance(value, Sym):
+            return value.expr(dims)
+        if isinstance(value, DeviceArg):
+            return self.device
+        if isinstance(value, list):
+            return [self._arg(v, env, dims) for v in value]
+        return value
+
+    # -- inputs and outputs ------------------------------------------------------------------------------
+    def _to_device(self, tensor: NBXTensor) -> NBXTensor:
+        return tensor if tensor.device == self.device else tensor.to(self.device)
+
+    def _as_input(self, spec: TensorSpec, value: Any) -> NBXTensor:
+        import numpy as np
+
+        if isinstance(value, np.ndarray):
+            value = from_numpy(value)
+        elif not isinstance(value, NBXTensor) and hasattr(value, "__dlpack__"):
+            from ..dlpack import from_dlpack
+
+            value = from_dlpack(value)
+        if not isinstance(value, NBXTensor):
+            raise GraphInputError(f"{self.graph.file}: input {spec.name!r} is a {type(value).__name__}; pass an "
+                                  "NBXTensor, a numpy array or a DLPack tensor")
+        if value.dtype is not D.from_name(spec.dtype):
+            raise GraphInputError(f"{self.graph.file}: input {spec.name!r} is {value.dtype}, the graph declares "
+                                  f"{spec.dtype}; cast it with .to({spec.dtype})")
+        return self._to_device(value)
+
+    def _bind(self, spec: TensorSpec, tensor: NBXTensor, dims: _Dims, what: str) -> None:
+        file = self.graph.file
+        declared = _show(spec.shape)
+        if len(tensor.shape) != len(spec.shape):
+            raise GraphInputError(f"{file}: {what} has shape {list(tensor.shape)}, the graph declares {declared}")
+        for axis, (want, got) in enumerate(zip(spec.shape, tensor.shape, strict=True)):
+            if isinstance(want, int):
+                if want != got:
+                    raise GraphInputError(f"{file}: {what} has shape {list(tensor.shape)}, the graph declares "
+                                          f"{declared}: dim {axis} must be {want}")
+                continue
+            name = want.symbol
+            if name is None:
+                continue  # an expression: checked once every symbol is bound
+            here = f"{what} dim {axis}"
+            if name in dims:
+                if dims[name] != got:
+                    raise GraphInputError(f"{file}: {here} is {got}, but {dims.origin[name]} bound {name} = "
+                                          f"{dims[name]}; dims named {name} must agree")
+                continue
+            symbol = self.graph.symbols[name]
+            if got < symbol.min or (symbol.max is not None and got > symbol.max):
+                bound = f"{symbol.min}..{'' if symbol.max is None else symbol.max}"
+                raise GraphInputError(f"{file}: {here} ({name}) is {got}, outside the exported range {bound}; "
+                                      "re-export with a wider torch.export.Dim range")
+            dims[name], dims.origin[name] = got, here
+
+    def _check_exprs(self, spec: TensorSpec, tensor: NBXTensor, dims: Mapping[str, int], what: str,
+                     cls: type[GraphError]) -> None:
+        for axis, want in enumerate(spec.shape):
+            if isinstance(want, Expr) and want.symbol is None:
+                unbound = sorted(want.symbols - dims.keys())
+                if unbound:
+                    raise cls(f"{self.graph.file}: {what} dim {axis} is {want.text!r}, but {unbound} is bound by no "
+                              "input dim")
+                if want(dims) != tensor.shape[axis]:
+                    raise cls(f"{self.graph.file}: {what} dim {axis} is {tensor.shape[axis]}, but the graph "
+                              f"declares {want.text} = {want(dims)}")
+
+    def _check_output(self, spec: TensorSpec, value: Any, dims: Mapping[str, int]) -> None:
+        node = self._producers.get(spec.name)
+        where = f"{self.graph.file}: output {spec.name!r}"
+        if node is not None:
+            where += f" of node {node.index} {node.name!r} ({node.op})"
+        if not isinstance(value, NBXTensor):
+            raise GraphError(f"{where}: is a {type(value).__name__}, not a tensor")
+        want = [d if isinstance(d, int) else d(dims) for d in spec.shape]
+        if value.dtype.name != spec.dtype or list(value.shape) != want:
+            raise GraphError(f"{where}: the kernel produced {value.dtype} {list(value.shape)}, the graph declares "
+                             f"{spec.dtype} {want}; the kernel of that op disagrees with torch: report it to its "
+                             "plugin")
+
+
+def _show(shape: Sequence[int | Expr]) -> str:
+    return "[" + ", ".join(str(d) if isinstance(d, int) else d.text for d in shape) + "]"

@@ -1,0 +1,348 @@
+"""Reading and validating a graph directory.
+
+The whole file is checked before anything runs: schema and version, every name defined before
+use, the arity of ops whose result count is fixed, declared shapes and dtypes, and that
+weights.safetensors holds every weight with its declared shape and dtype. Each problem is a
+:class:`~nbx_core.errors.GraphError` subclass naming the file, the node (or input, weight) and
+what would fix it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes as D
+from .. import opnames
+from ..errors import (
+    GraphArityError,
+    GraphFormatError,
+    GraphReferenceError,
+    GraphVersionError,
+    GraphWeightsError,
+    InvalidOpNameError,
+    NbxTypeError,
+)
+from . import symbolic
+from .format import (
+    FORMAT,
+    GRAPH_FILE,
+    MUTATION_KINDS,
+    NBX_DTYPES,
+    VERSION,
+    WEIGHT_KINDS,
+    WEIGHTS_FILE,
+    DeviceArg,
+    Graph,
+    Mutation,
+    Node,
+    Ref,
+    Sym,
+    SymbolSpec,
+    TensorSpec,
+    WeightSpec,
+)
+
+# Ops whose ATen schema returns a fixed number of results: a node declaring another count is
+# caught here; every other op's count is checked when its kernel returns.
+ARITY: dict[str, int] = {
+    "aten::native_layer_norm": 3, "aten::native_group_norm": 3, "aten::native_batch_norm": 3,
+    "aten::_native_batch_norm_legit": 3, "aten::_native_batch_norm_legit_no_training": 3,
+    "aten::native_dropout": 2, "aten::max_pool2d_with_indices": 2, "aten::max_pool3d_with_indices": 2,
+    "aten::sort": 2, "aten::topk": 2, "aten::_scaled_dot_product_flash_attention_for_cpu": 2,
+    "aten::var_mean": 2, "aten::std_mean": 2, "aten::aminmax": 2,
+}
+_ARITY_OVERLOADS: dict[str, int] = {"aten::max.dim": 2, "aten::min.dim": 2}
+
+_FLOATS = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+
+
+def _fail(cls: type[Exception], where: str, message: str) -> Exception:
+    return cls(f"{where}: {message}")
+
+
+def _get(obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    if not isinstance(obj, dict):
+        raise _fail(GraphFormatError, where, f"expected a JSON object, got {type(obj).__name__}")
+    if key not in obj:
+        raise _fail(GraphFormatError, where, f"missing key {key!r}")
+    value = obj[key]
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise _fail(GraphFormatError, where, f"{key!r} must be a JSON {names}, got {value!r}")
+    return value
+
+
+def _dtype(name: Any, where: str) -> str:
+    try:
+        return D.from_name(name).name
+    except NbxTypeError as exc:
+        raise _fail(GraphFormatError, where, str(exc)) from None
+
+
+def _shape(raw: Any, where: str, symbols: Mapping[str, SymbolSpec]) -> tuple[int | symbolic.Expr, ...]:
+    if not isinstance(raw, list):
+        raise _fail(GraphFormatError, where, f"shape must be a list of ints and expressions, got {raw!r}")
+    dims: list[int | symbolic.Expr] = []
+    for dim in raw:
+        if isinstance(dim, int) and not isinstance(dim, bool) and dim >= 0:
+            dims.append(dim)
+            continue
+        expr = symbolic.parse(dim, f"{where}: shape {raw}")
+        unknown = sorted(expr.symbols - symbols.keys())
+        if unknown:
+            raise _fail(GraphFormatError, where, f"shape {raw} uses undeclared symbols {unknown}: "
+                        "declare them under \"symbols\"")
+        dims.append(expr)
+    return tuple(dims)
+
+
+class _Decoder:
+    """Decodes node arguments, checking each reference against the values defined so far."""
+
+    def __init__(self, file: Path, defined: dict[str, str], later: Mapping[str, int],
+                 symbols: Mapping[str, SymbolSpec]) -> None:
+        self.file, self.defined, self.later, self.symbols = file, defined, later, symbols
+
+    def value(self, obj: Any, where: str) -> Any:
+        if obj is None or isinstance(obj, bool | int | float | str):
+            return obj
+        if isinstance(obj, list):
+            return [self.value(v, where) for v in obj]
+        if not isinstance(obj, dict) or len(obj) != 1:
+            raise _fail(GraphFormatError, where, f"argument {obj!r} is not a value of the format "
+                        "(null, bool, number, string, list, or one of {ref|sym|dtype|device|layout|"
+                        "memory_format|float|complex: ...})")
+        (tag, body), = obj.items()
+        if tag == "ref":
+            return self.reference(body, where)
+        if tag == "sym":
+            expr = symbolic.parse(body, where)
+            unknown = sorted(expr.symbols - self.symbols.keys())
+            if unknown:
+                raise _fail(GraphFormatError, where, f"symbolic int {body!r} uses undeclared symbols {unknown}")
+            return Sym(expr)
+        if tag == "dtype":
+            return D.from_name(_dtype(body, where))
+        if tag == "device" and isinstance(body, str):
+            return DeviceArg(body)
+        if tag in ("layout", "memory_format") and isinstance(body, str):
+            return body  # kernels read these by name ("strided", "contiguous_format")
+        if tag == "float" and body in _FLOATS:
+            return _FLOATS[body]
+        if tag == "complex" and isinstance(body, list) and len(body) == 2:
+            real, imag = (self.value(v, where) for v in body)
+            return complex(real, imag)
+        raise _fail(GraphFormatError, where, f"argument {obj!r} has an unknown tag or a malformed body")
+
+    def reference(self, name: Any, where: str) -> Ref:
+        if not isinstance(name, str):
+            raise _fail(GraphFormatError, where, f"a ref names a value by string, got {name!r}")
+        if name not in self.defined:
+            if name in self.later:
+                hint = f"it is defined later, by node {self.later[name]}: nodes must be in execution order"
+            else:
+                hint = "no input, weight or earlier node output has that name"
+            raise _fail(GraphReferenceError, where, f"refers to undefined value {name!r}; {hint}")
+        return Ref(name)
+
+
+def _define(defined: dict[str, str], name: Any, what: str, where: str) -> str:
+    if not isinstance(name, str) or not name:
+        raise _fail(GraphFormatError, where, f"a value name must be a non-empty string, got {name!r}")
+    if name in defined:
+        raise _fail(GraphFormatError, where, f"value {name!r} is defined twice (first as {defined[name]}); "
+                    "every value name must be unique")
+    defined[name] = what
+    return name
+
+
+def _symbols(raw: Any, file: Path) -> dict[str, SymbolSpec]:
+    if not isinstance(raw, dict):
+        raise _fail(GraphFormatError, f"{file}: symbols", "must be an object of name -> {min, max, example}")
+    symbols = {}
+    for name, spec in raw.items():
+        where = f"{file}: symbol {name!r}"
+        if not name.isidentifier():
+            raise _fail(GraphFormatError, where, "a symbol name must be an identifier")
+        if not isinstance(spec, dict):
+            raise _fail(GraphFormatError, where, "must be an object {min, max, example}")
+        bounds = {k: spec.get(k) for k in ("min", "max", "example")}
+        for key, value in bounds.items():
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+                raise _fail(GraphFormatError, where, f"{key} must be a non-negative int or null, got {value!r}")
+        low = bounds["min"] or 0
+        if bounds["max"] is not None and bounds["max"] < low:
+            raise _fail(GraphFormatError, where, f"max {bounds['max']} is below min {low}")
+        symbols[name] = SymbolSpec(name, low, bounds["max"], bounds["example"])
+    return symbols
+
+
+def _tensor_specs(raw: Any, key: str, file: Path, symbols: Mapping[str, SymbolSpec]) -> list[tuple[str, Any, Any]]:
+    if not isinstance(raw, list):
+        raise _fail(GraphFormatError, f"{file}: {key}", "must be a list")
+    out = []
+    for i, spec in enumerate(raw):
+        where = f"{file}: {key}[{i}]"
+        name = _get(spec, "name", str, where)
+        where = f"{file}: {key[:-1]} {name!r}"
+        out.append((name, _dtype(_get(spec, "dtype", str, where), where),
+                    _shape(_get(spec, "shape", list, where), where, symbols)))
+    return out
+
+
+def parse_document(doc: Any, path: Path) -> Graph:
+    """Validate a parsed graph.json (``path`` is the graph directory, named in errors)."""
+    file = path / GRAPH_FILE
+    if not isinstance(doc, dict):
+        raise _fail(GraphFormatError, str(file), f"expected a JSON object, got {type(doc).__name__}")
+    if doc.get("format") != FORMAT:
+        raise _fail(GraphVersionError, str(file), f"format is {doc.get('format')!r}, not {FORMAT!r}: "
+                    "this is not an NBX graph")
+    version = doc.get("version")
+    if version != VERSION:
+        raise _fail(GraphVersionError, str(file), f"schema version {version!r} is not supported: this NBX reads "
+                    f"version {VERSION}; re-export the graph with this NBX, or upgrade nbx-core")
+    symbols = _symbols(doc.get("symbols", {}), file)
+    defined: dict[str, str] = {}
+    inputs = []
+    for name, dtype, shape in _tensor_specs(_get(doc, "inputs", list, str(file)), "inputs", file, symbols):
+        inputs.append(TensorSpec(_define(defined, name, "an input", f"{file}: input {name!r}"), dtype, shape))
+    weights = []
+    for i, spec in enumerate(_get(doc, "weights", list, str(file))):
+        where = f"{file}: weights[{i}]"
+        name = _define(defined, _get(spec, "name", str, where), "a weight", where)
+        where = f"{file}: weight {name!r}"
+        kind = _get(spec, "kind", str, where)
+        if kind not in WEIGHT_KINDS:
+            raise _fail(GraphFormatError, where, f"kind {kind!r} is not one of {', '.join(WEIGHT_KINDS)}")
+        shape = _shape(_get(spec, "shape", list, where), where, {})
+        weights.append(WeightSpec(name, _get(spec, "key", str, where), kind,
+                                  _dtype(_get(spec, "dtype", str, where), where), shape))  # type: ignore[arg-type]
+
+    raw_nodes = _get(doc, "nodes", list, str(file))
+    later = {}
+    for i, raw in enumerate(raw_nodes):
+        for out in raw.get("outputs", []) if isinstance(raw, dict) and isinstance(raw.get("outputs"), list) else []:
+            if isinstance(out, str):
+                later.setdefault(out, i)
+    decoder = _Decoder(file, defined, later, symbols)
+    nodes = []
+    for i, raw in enumerate(raw_nodes):
+        name = _get(raw, "name", str, f"{file}: node {i}")
+        op = _get(raw, "op", str, f"{file}: node {i} {name!r}")
+        where = f"{file}: node {i} {name!r} ({op})"
+        try:
+            opnames.split_op_name(op, where)
+        except InvalidOpNameError as exc:
+            raise GraphFormatError(str(exc)) from None
+        args = tuple(decoder.value(_get(raw, "args", list, where), where))
+        kwargs = {k: decoder.value(v, f"{where}: kwarg {k!r}") for k, v in _get(raw, "kwargs", dict, where).items()}
+        outputs = _get(raw, "outputs", list, where)
+        expected = _ARITY_OVERLOADS.get(op, ARITY.get(opnames.base_name(op)))
+        if expected is not None and len(outputs) != expected:
+            raise _fail(GraphArityError, where, f"declares {len(outputs)} outputs but {op} returns {expected}; "
+                        "list one name (or null) per result")
+        if not outputs:
+            raise _fail(GraphArityError, where, "declares no outputs: list one name (or null) per result")
+        names = tuple(None if o is None else _define(defined, o, f"an output of node {i}", where) for o in outputs)
+        nodes.append(Node(i, name, op, args, kwargs, names))
+
+    outputs = []
+    for name, dtype, shape in _tensor_specs(_get(doc, "outputs", list, str(file)), "outputs", file, symbols):
+        decoder.reference(name, f"{file}: output {name!r}")
+        outputs.append(TensorSpec(name, dtype, shape))
+    mutations = []
+    buffers = {w.key for w in weights if w.kind == "buffer"}
+    input_names = {s.name for s in inputs}
+    for i, raw in enumerate(doc.get("mutations", [])):
+        where = f"{file}: mutations[{i}]"
+        value = decoder.reference(_get(raw, "value", str, where), where).name
+        kind, target = _get(raw, "kind", str, where), _get(raw, "target", str, where)
+        if kind not in MUTATION_KINDS:
+            raise _fail(GraphFormatError, where, f"kind {kind!r} is not one of {', '.join(MUTATION_KINDS)}")
+        if target not in (buffers if kind == "buffer" else input_names):
+            raise _fail(GraphReferenceError, where, f"target {target!r} is not a {kind.replace('_', ' ')} of the graph")
+        mutations.append(Mutation(value, kind, target))
+    return Graph(path, symbols, tuple(inputs), tuple(weights), tuple(nodes), tuple(outputs), tuple(mutations), doc)
+
+
+def read_graph(path: str | Path) -> Graph:
+    """Read and validate ``path``/graph.json (weights are checked by :func:`load_weights`)."""
+    path = Path(path)
+    file = path / GRAPH_FILE
+    if not path.is_dir():
+        raise GraphFormatError(f"{path}: not a graph directory (expected {path}/{GRAPH_FILE} and "
+                               f"{path}/{WEIGHTS_FILE})")
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise GraphFormatError(f"{file}: cannot read it: {exc}") from None
+    try:
+        doc = json.loads(text, parse_constant=_reject_constant)
+    except (json.JSONDecodeError, ValueError) as exc:
+        raise GraphFormatError(f"{file}: not valid JSON: {exc}; re-export the graph") from None
+    return parse_document(doc, path)
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON (non-finite floats are written {{\"float\": \"inf\"}})")
+
+
+def _first_user(graph: Graph, value: str) -> str:
+    for node in graph.nodes:
+        if _uses(node.args, value) or _uses(list(node.kwargs.values()), value):
+            return f"first used by node {node.index} {node.name!r} ({node.op})"
+    return "used by no node"
+
+
+def _uses(args: Any, value: str) -> bool:
+    if isinstance(args, Ref):
+        return args.name == value
+    return isinstance(args, list | tuple) and any(_uses(a, value) for a in args)
+
+
+def check_weights(graph: Graph, found: Mapping[str, tuple[str, tuple[int, ...]]], source: str) -> None:
+    """Check that ``found`` (key -> (dtype name, shape)) holds every weight as declared."""
+    for weight in graph.weights:
+        where = f"{source}: weight {weight.name!r} (key {weight.key!r}, {_first_user(graph, weight.name)})"
+        if weight.key not in found:
+            raise GraphWeightsError(f"{where}: missing; re-export the graph (weights.safetensors and graph.json "
+                                    "must come from the same export)")
+        dtype, shape = found[weight.key]
+        if dtype != weight.dtype or tuple(shape) != weight.shape:
+            raise GraphWeightsError(f"{where}: holds {dtype} {list(shape)} but graph.json declares "
+                                    f"{weight.dtype} {list(weight.shape)}; re-export the graph")
+
+
+def load_weights(graph: Graph) -> dict[str, np.ndarray]:
+    """Read weights.safetensors, check it against the graph, and return key -> host array."""
+    import safetensors
+
+    file = graph.path / WEIGHTS_FILE
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise GraphWeightsError(f"{file}: cannot read it: {exc}") from None
+    try:
+        entries = safetensors.deserialize(data)
+    except Exception as exc:  # SafetensorError, or whatever a truncated header provokes
+        raise GraphWeightsError(f"{file}: corrupt safetensors file ({exc}); re-export the graph") from None
+    found: dict[str, tuple[str, tuple[int, ...]]] = {}
+    raw: dict[str, Any] = {}
+    for key, entry in entries:
+        code = entry["dtype"]
+        found[key] = (NBX_DTYPES.get(code, code), tuple(entry["shape"]))
+        raw[key] = entry["data"]
+    check_weights(graph, found, str(file))
+    arrays = {}
+    for weight in graph.weights:
+        if weight.key not in arrays:  # weights may share a key (tied parameters)
+            # bytearray: frombuffer gives a writable array, which buffer mutations need.
+            arrays[weight.key] = np.frombuffer(raw[weight.key], D.from_name(weight.dtype).np).reshape(weight.shape)
+    return arrays

@@ -1,0 +1,144 @@
+"""The importer on real torch.export programs, run on the torchref registry (no NBX family needed)."""
+
+from __future__ import annotations
+
+import json
+
+import ml_dtypes
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+
+from nbx_core.errors import ExportError
+from nbx_core.graph import load, read_graph
+from nbx_core.graph.aliases import canonical
+from nbx_core.graph.export import export, export_module
+
+from .torch_kernels import FAMILY_NAMES, torch_registry
+
+
+def _ops(path) -> list[str]:
+    return [n.op for n in read_graph(path).nodes]
+
+
+def _run_both(module, args, path, registry, dynamic_shapes=None, runs=None, tol=(1e-5, 1e-6)):
+    out = export_module(module, args, path, dynamic_shapes, registry=registry)
+    prog = load(out, registry=registry, device="cpu")
+    for run in runs or [args]:
+        with torch.no_grad():
+            want = module(*run)
+        got = prog(*run)
+        gots, wants = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+        for g, w in zip(gots, wants, strict=True):
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=tol[0], atol=tol[1])
+    return out
+
+
+class Misc(nn.Module):
+    """Aliases, an in-place op read afterwards, a multi-output op, sym arithmetic and diff."""
+
+    def forward(self, x, y):
+        a = torch.true_divide(torch.multiply(x, 2.0), 3.0)
+        both = torch.greater(x, 0) & torch.greater(y, 0)
+        d = torch.where(both, a, torch.subtract(y, 1.0))
+        d.add_(1.0)
+        top, idx = torch.max(d, dim=-1)
+        flat = d.reshape(x.shape[0] * 2, -1)
+        return flat, top, idx, torch.diff(x, dim=-1), torch.absolute(torch.concatenate([x, y], dim=0))
+
+
+def test_aliases_inplace_getitem_sym_and_diff(tmp_path):
+    registry = torch_registry()
+    batch = torch.export.Dim("batch", min=1, max=8)
+    x, y = torch.randn(4, 6), torch.randn(4, 6)
+    path = _run_both(Misc(), (x, y), tmp_path / "misc.nbx", registry, ({0: batch}, {0: batch}),
+                     runs=[(x, y), (torch.randn(3, 6), torch.randn(3, 6))])
+    ops = _ops(path)
+    assert not any(o.split("::")[1].split(".")[0] in ("multiply", "true_divide", "greater", "subtract", "absolute",
+                                                       "concatenate", "__and__", "diff", "add_", "sym_size")
+                   for o in ops), ops
+    doc = json.loads((path / "graph.json").read_text())
+    assert doc["symbols"]["batch"] == {"min": 1, "max": 8, "example": 4}
+    assert any({"sym": "2*batch"} in n["args"][1] for n in doc["nodes"] if n["op"].startswith("aten::view")
+               or n["op"].startswith("aten::reshape"))
+
+
+def test_sdpa_stays_when_registered_and_is_decomposed_when_not(tmp_path):
+    from .models import GPTBlock
+
+    x = (torch.randn(1, 4, 32),)
+    kept = _run_both(GPTBlock().eval(), x, tmp_path / "a.nbx", torch_registry())
+    assert "aten::scaled_dot_product_attention.default" in _ops(kept)
+    attention = [n for n in FAMILY_NAMES if "attention" in n or ("softmax" in n and n != "aten::_softmax")]
+    without = torch_registry(without=attention)
+    split = _run_both(GPTBlock().eval(), x, tmp_path / "b.nbx", without)
+    ops = _ops(split)
+    assert not any("attention" in o for o in ops) and "aten::_softmax.default" in ops, ops
+
+
+def test_op_without_kernel_or_decomposition_is_reported(tmp_path):
+    class Sorts(nn.Module):
+        def forward(self, x):
+            return torch.sort(x).values + torch.cumsum(x, 0)
+
+    registry = torch_registry(without=["aten::sort", "aten::cumsum"])
+    with pytest.raises(ExportError) as info:
+        export_module(Sorts(), (torch.randn(5),), tmp_path / "s.nbx", registry=registry)
+    message = str(info.value)
+    assert "2 ops have no kernel in the registry and no decomposition" in message
+    assert "aten::sort.default: provided by nbx-index" in message and "aten::cumsum.default" in message
+    assert not (tmp_path / "s.nbx").exists()
+
+
+class Counter(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("calls", torch.zeros(()))
+        self.scale = nn.Parameter(torch.tensor([1.0, 2.0]))
+
+    def forward(self, x):
+        self.calls.add_(1.0)
+        return x * self.scale * self.calls
+
+
+def test_buffer_mutation_persists_across_runs(tmp_path):
+    registry = torch_registry()
+    path = export_module(Counter(), (torch.ones(2),), tmp_path / "c.nbx", registry=registry)
+    prog = load(path, registry=registry, device="cpu")
+    firsts = [prog(np.ones(2, np.float32)).numpy().tolist() for _ in range(3)]
+    assert firsts == [[1.0, 2.0], [2.0, 4.0], [3.0, 6.0]]
+
+
+def test_asserts_dropped_and_bf16_weights(tmp_path):
+    class Half(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.randn(3, dtype=torch.bfloat16))
+
+        def forward(self, x):
+            torch._check(x.shape[0] >= 2)
+            return (x.to(torch.bfloat16) * self.w).float()
+
+    registry = torch_registry()
+    n = torch.export.Dim("n", min=2, max=10)
+    # bfloat16 tolerance: one ulp (core's cast and torch's may round a tie differently)
+    path = _run_both(Half(), (torch.randn(4, 3),), tmp_path / "h.nbx", registry, ({0: n},), tol=(1.6e-2, 1e-2))
+    assert not any("assert" in o or "constrain" in o for o in _ops(path))
+    weights = read_graph(path).weights
+    assert [(w.dtype, w.shape) for w in weights] == [("bfloat16", (3,))]
+    from nbx_core.graph.validate import load_weights
+
+    assert load_weights(read_graph(path))["w"].dtype == ml_dtypes.bfloat16
+
+
+def test_export_rejects_a_module(tmp_path):
+    with pytest.raises(ExportError, match="expected a torch.export.ExportedProgram"):
+        export(nn.Linear(2, 2), tmp_path / "x.nbx", torch_registry())
+
+
+def test_alias_table():
+    assert canonical("aten::multiply.Tensor") == "aten::mul.Tensor"
+    assert canonical("aten::__and__.Tensor") == "aten::bitwise_and.Tensor"
+    assert canonical("aten::swapaxes.default") == "aten::transpose.int"
+    assert canonical("aten::add.Tensor") == "aten::add.Tensor"
