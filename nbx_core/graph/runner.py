@@ -167,6 +167,12 @@ class Program:
                 self._registry.call("aten::copy_", env[mutation.target], env[mutation.value])
         return results
 
+    def capture(self, *args: Any, **kwargs: Any) -> Any:
+        """Record one run on these inputs as a CUDA graph; see :mod:`nbx_core.graph.capture`."""
+        from .capture import capture
+
+        return capture(self, *args, **kwargs)
+
     def _execute(self, node: Node, env: dict[str, Any], dims: Mapping[str, int]) -> None:
         args = [self._arg(a, env, dims) for a in node.args]
         kwargs = {k: self._arg(v, env, dims) for k, v in node.kwargs.items()}

@@ -92,7 +92,23 @@ def ensure_context(index: int) -> None:
     check(driver.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
 
 
-def _free(ptr: int, index: int) -> None:
+_capture = threading.local()
+
+
+def capture_id() -> int | None:
+    """The CUDA-graph capture in progress on this thread (see nbx_core.graph.capture), or None."""
+    return getattr(_capture, "value", None)
+
+
+def set_capture_id(value: int | None) -> None:
+    _capture.value = value
+
+
+def _free(ptr: int, index: int, captured_in: int | None) -> None:
+    # Memory allocated while capturing belongs to the CUDA graph: freeing it inside the same capture
+    # records a free node; after the capture, the graph frees and reallocates it at each launch.
+    if captured_in is not None and captured_in != capture_id():
+        return
     driver = _driver()
     ensure_context(index)
     driver.cuMemFreeAsync(ptr, current_stream())
@@ -118,7 +134,7 @@ class CudaStorage:
             return cls(0, 0, device)
         ptr = int(check(driver.cuMemAllocAsync(nbytes, current_stream()), f"allocating {nbytes} bytes on {device}"))
         st = cls(ptr, nbytes, device)
-        st._finalizer = weakref.finalize(st, _free, ptr, device.index)
+        st._finalizer = weakref.finalize(st, _free, ptr, device.index, capture_id())
         if zero:
             check(driver.cuMemsetD8Async(ptr, 0, nbytes, current_stream()), "cuMemsetD8Async")
         return st
