@@ -116,47 +116,59 @@ compiled_variants: set[tuple] = set()
 
 
 def _spec(value: Any) -> Any:
-    """The part of an argument that selects a compiled variant (Triton's specialization rules)."""
-    if isinstance(value, NBXTensor):
-        return (value.dtype.name, value.data_ptr() % 16 == 0)
-    if isinstance(value, bool):
-        return ("b", value)
-    if isinstance(value, int):
-        return ("i", value == 1, value % 16 == 0, -(2**31) <= value < 2**31)
-    if isinstance(value, float):
-        return "f"
-    if isinstance(value, tuple):
-        return tuple(_spec(v) for v in value)
-    if value is None:
-        return None
-    return ("c", id(value)) if callable(value) else ("v", value)
+    """The part of an argument that selects a compiled variant (Triton's specialization rules:
+    pointer alignment to 16 bytes; an int's equality to 1, divisibility by 16 and 32-bit range)."""
+    t = type(value)
+    if t is int:
+        return (value == 1, value & 15 == 0, -2147483648 <= value <= 2147483647)
+    if t is NBXTensor:
+        return (value.dtype, value.data_ptr() & 15 == 0)
+    if t is tuple:
+        return tuple(map(_spec, value))
+    if t is float:
+        return t
+    return (t, id(value)) if callable(value) else (t, value)
 
 
 class _CudaLauncher:
-    """Per-kernel cache of compiled variants and of the argument order Triton's launcher wants."""
+    """Per-kernel cache of compiled variants: one pass over the arguments builds the cache key and
+    the raw launch arguments (tensors become device pointers), then the compiled kernel runs."""
 
-    __slots__ = ("kernel", "names", "defaults", "cache", "option_keys")
+    __slots__ = ("kernel", "names", "defaults", "cache")
 
     def __init__(self, kernel: Any) -> None:
         self.kernel = kernel
         self.names = list(kernel.arg_names)
         self.defaults = {p.name: p.default for p in kernel.params if p.has_default}
-        self.cache: dict[tuple, Any] = {}
+        self.cache: dict[tuple, tuple[Any, list[Any]]] = {}
 
     def __call__(self, grid: Sequence[int], args: tuple, kwargs: dict[str, Any]) -> None:
-        key = (tuple(_spec(a) for a in args), tuple((k, _spec(v)) for k, v in kwargs.items()))
-        compiled = self.cache.get(key)
-        if compiled is None:
+        key: list[Any] = []
+        raw: list[Any] = []
+        for a in args:
+            t = type(a)
+            if t is NBXTensor:
+                st = a._storage
+                if st.device.type != "cuda":
+                    raise _wrong_device(a, "cuda")
+                ptr = st.ptr + a._offset * a.dtype.itemsize
+                key.append((a.dtype, ptr & 15 == 0))
+                raw.append(ptr)
+            else:
+                key.append(_spec(a))
+                raw.append(a)
+        k = (tuple(key), tuple(kwargs.items()))
+        hit = self.cache.get(k)
+        if hit is None:
             # Triton binds and compiles once per signature; every launch then goes straight to the
             # compiled kernel's launcher on NBX's stream.
             compiled = self.kernel.run(*[_cuda_arg(a) for a in args], grid=tuple(grid), warmup=True, **kwargs)
-            self.cache[key] = compiled
-        bound = list(args)
-        for name in self.names[len(args):]:
-            bound.append(kwargs[name] if name in kwargs else self.defaults[name])
+            tail = [kwargs[n] if n in kwargs else self.defaults[n] for n in self.names[len(args):]]
+            hit = self.cache[k] = (compiled, tail)
+        compiled, tail = hit
         g = (*grid, 1, 1)
         compiled.run(g[0], g[1], g[2], _cuda.current_stream(), compiled.function, compiled.packed_metadata,
-                     None, None, None, *[a.data_ptr() if isinstance(a, NBXTensor) else a for a in bound])
+                     None, None, None, *raw, *tail)
 
 
 class _CudaPtr:
@@ -200,7 +212,6 @@ def launch(kernel: Any, grid: Sequence[int], *args: Any, **kwargs: Any) -> None:
         raise NbxTypeError(f"launch: grid must be a tuple of ints, got {type(grid).__name__}")
     if any(g == 0 for g in grid):
         return
-    _check_args(args, kwargs)
     if BACKEND == "cuda":
         launcher = _cuda_launchers.get(kernel)
         if launcher is None:
@@ -210,9 +221,11 @@ def launch(kernel: Any, grid: Sequence[int], *args: Any, **kwargs: Any) -> None:
             launcher = _cuda_launchers[kernel] = _CudaLauncher(kernel)
         launcher(grid, args, kwargs)
     elif BACKEND == "cpu":
+        _check_args(args, kwargs)
         kernel[grid](*_interp_args(args), **kwargs)
     else:
-        key = (id(kernel), tuple(_spec(a) for a in args), tuple((k, _spec(v)) for k, v in kwargs.items()))
+        _check_args(args, kwargs)
+        key = (id(kernel), tuple(map(_spec, args)), tuple(kwargs.items()))
         if key not in compiled_variants:
             kernel.warmup(*args, grid=grid, **kwargs)
             compiled_variants.add(key)
