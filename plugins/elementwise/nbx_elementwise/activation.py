@@ -1,0 +1,239 @@
+"""Activations: relu, gelu (erf and tanh), silu, mish, hard*, leaky_relu, elu/celu/selu,
+softplus, log_sigmoid, threshold, glu.
+
+Parameters (slopes, bounds, alpha ...) travel as number operands in the input's dtype, so they
+keep float64 precision for float64 inputs and are float32 for the half types, as in torch's
+opmath.
+"""
+
+from typing import Any
+
+import triton
+import triton.language as tl
+
+from nbx_core import dtypes as D
+from nbx_core.errors import IndexOutOfRangeError, NbxTypeError, NbxValueError, ShapeError
+from nbx_core.ops.views import narrow
+from nbx_core.pointwise import pointwise
+from nbx_core.shape import wrap_dim
+from nbx_core.tensor import NBXTensor
+
+from . import mathlib as M
+from .checks import floating, no_complex, not_bool, tensor_arg
+
+SQRT1_2 = tl.constexpr(0.7071067811865476)
+SQRT_2_OVER_PI = tl.constexpr(0.7978845608028654)
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+
+
+@triton.jit
+def _relu(x, sc):
+    return tl.where(x < 0, 0, x)
+
+
+@triton.jit
+def _gelu(x, sc):
+    return 0.5 * x * (1.0 + tl.erf(x * SQRT1_2))
+
+
+@triton.jit
+def _gelu_tanh(x, sc):
+    return 0.5 * x * (1.0 + M.tanh((x + 0.044715 * x * x * x) * SQRT_2_OVER_PI))
+
+
+@triton.jit
+def _silu(x, sc):
+    return x / (1.0 + tl.exp(-x))
+
+
+@triton.jit
+def _mish(x, sc):
+    return x * M.tanh(M.log1p(tl.exp(x)))
+
+
+@triton.jit
+def _relu6(x):
+    # Comparisons rather than tl.minimum/maximum, whose NaN handling differs between backends.
+    return tl.where(x < 0.0, 0.0, tl.where(x > 6.0, 6.0, x))
+
+
+@triton.jit
+def _hardsigmoid(x, sc):
+    return _relu6(x + 3.0) / 6.0
+
+
+@triton.jit
+def _hardswish(x, sc):
+    return x * _relu6(x + 3.0) / 6.0
+
+
+@triton.jit
+def _hardtanh(x, lo, hi, sc):
+    return tl.where(x < lo, lo, tl.where(x > hi, hi, x))
+
+
+@triton.jit
+def _leaky_relu(x, slope, sc):
+    return tl.where(x > 0, x, x * slope)
+
+
+@triton.jit
+def _elu(x, alpha, scale, input_scale, sc):
+    return tl.where(x <= 0, M.expm1(x * input_scale) * (alpha * scale), x * scale)
+
+
+@triton.jit
+def _softplus(x, beta, threshold, sc):
+    return tl.where(x * beta > threshold, x, M.log1p(tl.exp(x * beta)) / beta)
+
+
+@triton.jit
+def _log_sigmoid(x, sc):
+    # min(x, 0) - log1p(e^-|x|): no overflow on either side.
+    return tl.minimum(x, 0.0) - M.log1p(tl.exp(-tl.abs(x)))
+
+
+@triton.jit
+def _threshold(x, th, value, sc):
+    return tl.where(x <= th, value, x)
+
+
+@triton.jit
+def _glu(a, b, sc):
+    return a * M.sigmoid(b)
+
+
+def _number(op: str, value: Any, arg: str) -> float | int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise NbxTypeError(f"{op}: argument '{arg}' must be a number, got {type(value).__name__}")
+    return value
+
+
+def relu(self: NBXTensor) -> NBXTensor:
+    """``aten::relu``: ``max(self, 0)``, NaN kept; integers allowed, bool refused."""
+    op = "aten::relu"
+    no_complex(op, tensor_arg(op, self))
+    not_bool(op, self)
+    return pointwise(op, _relu, self)
+
+
+def gelu(self: NBXTensor, *, approximate: str = "none") -> NBXTensor:
+    """``aten::gelu``: ``x * Phi(x)`` exactly (``approximate='none'``) or its tanh form.
+
+    gelu(inf) is inf here, as on torch's CUDA kernel (torch's vectorised CPU kernel gives NaN)."""
+    op = "aten::gelu"
+    tensor_arg(op, self)
+    floating(op, self)
+    if approximate not in ("none", "tanh"):
+        raise NbxValueError(f"{op}: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return pointwise(op, _gelu if approximate == "none" else _gelu_tanh, self)
+
+
+def _float_activation(name: str, fn: Any) -> Any:
+    op = f"aten::{name}"
+
+    def wrapper(self: NBXTensor) -> NBXTensor:
+        tensor_arg(op, self)
+        floating(op, self)
+        return pointwise(op, fn, self)
+
+    wrapper.__name__ = wrapper.__qualname__ = name
+    wrapper.__doc__ = f"``{op}``: floating tensors only."
+    return wrapper
+
+
+silu = _float_activation("silu", _silu)
+mish = _float_activation("mish", _mish)
+hardsigmoid = _float_activation("hardsigmoid", _hardsigmoid)
+hardswish = _float_activation("hardswish", _hardswish)
+log_sigmoid = _float_activation("log_sigmoid", _log_sigmoid)
+
+
+def hardtanh(self: NBXTensor, min_val: Any = -1, max_val: Any = 1) -> NBXTensor:
+    """``aten::hardtanh``: clamp to [min_val, max_val]; integer tensors allowed (not bool)."""
+    op = "aten::hardtanh"
+    tensor_arg(op, self)
+    no_complex(op, self)
+    not_bool(op, self)
+    lo, hi = _number(op, min_val, "min_val"), _number(op, max_val, "max_val")
+    if self.dtype is D.uint8 and (lo < 0 or hi < 0):
+        raise NbxValueError(f"{op}: cannot do hardtanh on an unsigned type with negative limits")
+    return pointwise(op, _hardtanh, self, lo, hi, dtype=self.dtype)
+
+
+def leaky_relu(self: NBXTensor, negative_slope: Any = 0.01) -> NBXTensor:
+    """``aten::leaky_relu``: ``x`` above 0, ``x * negative_slope`` below."""
+    op = "aten::leaky_relu"
+    tensor_arg(op, self)
+    floating(op, self)
+    return pointwise(op, _leaky_relu, self, float(_number(op, negative_slope, "negative_slope")), dtype=self.dtype)
+
+
+def elu(self: NBXTensor, alpha: Any = 1, scale: Any = 1, input_scale: Any = 1) -> NBXTensor:
+    """``aten::elu``: ``scale * x`` above 0, ``alpha * scale * (exp(input_scale * x) - 1)`` below."""
+    op = "aten::elu"
+    tensor_arg(op, self)
+    floating(op, self)
+    args = [float(_number(op, v, a)) for a, v in (("alpha", alpha), ("scale", scale), ("input_scale", input_scale))]
+    return pointwise(op, _elu, self, *args, dtype=self.dtype)
+
+
+def celu(self: NBXTensor, alpha: Any = 1.0) -> NBXTensor:
+    """``aten::celu``: elu with input_scale 1/alpha; alpha 0 is refused as in torch."""
+    op = "aten::celu"
+    tensor_arg(op, self)
+    floating(op, self)
+    a = float(_number(op, alpha, "alpha"))
+    if a == 0:
+        raise NbxValueError(f"{op}: ZeroDivisionError: alpha must not be 0")
+    return pointwise(op, _elu, self, a, 1.0, 1.0 / a, dtype=self.dtype)
+
+
+def selu(self: NBXTensor) -> NBXTensor:
+    """``aten::selu``: elu with the self-normalising alpha and scale."""
+    op = "aten::selu"
+    tensor_arg(op, self)
+    floating(op, self)
+    return pointwise(op, _elu, self, SELU_ALPHA, SELU_SCALE, 1.0, dtype=self.dtype)
+
+
+def softplus(self: NBXTensor, beta: Any = 1, threshold: Any = 20) -> NBXTensor:
+    """``aten::softplus``: ``log1p(exp(beta * x)) / beta``, linear where ``beta * x > threshold``."""
+    op = "aten::softplus"
+    tensor_arg(op, self)
+    floating(op, self)
+    b, t = float(_number(op, beta, "beta")), float(_number(op, threshold, "threshold"))
+    return pointwise(op, _softplus, self, b, t, dtype=self.dtype)
+
+
+def threshold(self: NBXTensor, threshold: Any, value: Any) -> NBXTensor:
+    """``aten::threshold``: ``value`` where ``self <= threshold``, else ``self``."""
+    op = "aten::threshold"
+    tensor_arg(op, self)
+    no_complex(op, self)
+    not_bool(op, self)
+    th, v = _number(op, threshold, "threshold"), _number(op, value, "value")
+    return pointwise(op, _threshold, self, th, v, dtype=self.dtype)
+
+
+def glu(self: NBXTensor, dim: int = -1) -> NBXTensor:
+    """``aten::glu``: ``a * sigmoid(b)`` for the two halves of ``self`` along ``dim``."""
+    op = "aten::glu"
+    tensor_arg(op, self)
+    floating(op, self)
+    if self.ndim == 0:
+        raise ShapeError(f"{op}: glu does not support 0-dimensional tensors: pass a tensor with at least one dim")
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise NbxTypeError(f"{op}: argument 'dim' must be an int, got {type(dim).__name__}")
+    if not -self.ndim <= dim < self.ndim:
+        raise IndexOutOfRangeError(
+            f"{op}: dim {dim} is out of range for a tensor of {self.ndim} dims "
+            f"(expected in [{-self.ndim}, {self.ndim - 1}])"
+        )
+    d = wrap_dim(op, dim, self.ndim)
+    size = self.shape[d]
+    if size % 2:
+        raise ShapeError(f"{op}: halving dimension must be even, but dimension {d} is size {size}")
+    half = size // 2
+    return pointwise(op, _glu, narrow(self, d, 0, half), narrow(self, d, half, half))
