@@ -1,0 +1,1 @@
+"""nbx-conv: convolution, im2col, pooling, upsampling and grid sampling kernels for NBX."""

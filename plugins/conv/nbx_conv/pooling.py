@@ -1,0 +1,334 @@
+"""Average, max and adaptive average pooling in 1, 2 and 3 spatial dims.
+
+Every op runs as a 3-D pool over an (N, C, D, H, W) view (missing spatial dims have size 1), one
+output element per lane, looping over its window. Inputs are read through their strides; outputs
+are allocated in the input's memory format (channels-last stays channels-last), and lanes walk the
+output in memory order so stores are contiguous and, for channels-last, loads too. Sums run in
+float32 for half types; max pooling follows torch exactly: NaN wins, ties keep the first index,
+indices are flat positions within each (N, C) plane.
+"""
+
+import triton
+import triton.language as tl
+
+from nbx_core import dtypes as D
+from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
+from nbx_core.kernels.indexing import block_indices, needs_int64
+from nbx_core.launch import BACKEND, block_size, cdiv, launch
+from nbx_core.ops.views import squeeze, unsqueeze
+from nbx_core.tensor import NBXTensor
+
+from .args import channels_last, check_float, empty_output, ints, non_negative, pool_out, positive
+
+_WARPS = 4 if BACKEND != "cpu" else 1
+
+
+@triton.jit
+def out_coords(idx, C, OD, OH, OW, CL: tl.constexpr):
+    """(n, c, od, oh, ow) of flat output index ``idx`` in memory order (channels fastest when ``CL``)."""
+    if CL:
+        c = idx % C
+        r = idx // C
+        ow = r % OW
+        r = r // OW
+        oh = r % OH
+        r = r // OH
+        od = r % OD
+        nb = r // OD
+    else:
+        ow = idx % OW
+        r = idx // OW
+        oh = r % OH
+        r = r // OH
+        od = r % OD
+        r = r // OD
+        c = r % C
+        nb = r // C
+    return nb, c, od, oh, ow
+
+
+@triton.jit
+def _max_pool_kernel(x_ptr, out_ptr, idx_ptr, n, C, D, H, W, OD, OH, OW, sxn, sxc, sxd, sxh, sxw,
+                     KD, KH, KW, SD, SH, SW, PD, PH, PW, DD, DH, DW,
+                     CL: tl.constexpr, WRITE_IDX: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr):
+    idx, mask = block_indices(n, BLOCK, INT64)
+    nb, c, od, oh, ow = out_coords(idx, C, OD, OH, OW, CL)
+    base = x_ptr + nb * sxn + c * sxc
+    # Compare in float32 (exact for half types, and the interpreter cannot compare bfloat16).
+    acc_ty = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
+    best = tl.full([BLOCK], float("-inf"), acc_ty)
+    best_i = tl.full([BLOCK], -1, tl.int64)
+    for kd in range(0, KD):
+        id_ = od * SD - PD + kd * DD
+        ok_d = (id_ >= 0) & (id_ < D)
+        for kh in range(0, KH):
+            ih = oh * SH - PH + kh * DH
+            ok_h = ok_d & (ih >= 0) & (ih < H)
+            for kw in range(0, KW):
+                iw = ow * SW - PW + kw * DW
+                ok = mask & ok_h & (iw >= 0) & (iw < W)
+                v = tl.load(base + id_ * sxd + ih * sxh + iw * sxw, mask=ok, other=float("-inf")).to(acc_ty)
+                # torch's rule: a greater value or a NaN replaces the best; the first valid tap starts it.
+                take = ok & ((v > best) | (v != v) | (best_i < 0))
+                best = tl.where(take, v, best)
+                best_i = tl.where(take, ((id_ * H + ih) * W + iw).to(tl.int64), best_i)
+    tl.store(out_ptr + idx, best.to(out_ptr.dtype.element_ty), mask=mask)
+    if WRITE_IDX:
+        tl.store(idx_ptr + idx, best_i, mask=mask)
+
+
+@triton.jit
+def _avg_pool_kernel(x_ptr, out_ptr, n, C, D, H, W, OD, OH, OW, sxn, sxc, sxd, sxh, sxw,
+                     KD, KH, KW, SD, SH, SW, PD, PH, PW, divisor,
+                     COUNT_PAD: tl.constexpr, HAS_DIVISOR: tl.constexpr, CL: tl.constexpr,
+                     BLOCK: tl.constexpr, INT64: tl.constexpr):
+    idx, mask = block_indices(n, BLOCK, INT64)
+    nb, c, od, oh, ow = out_coords(idx, C, OD, OH, OW, CL)
+    acc_ty = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
+    # Window bounds as torch clips them: first against the padded input, then against the input.
+    d0 = od * SD - PD
+    h0 = oh * SH - PH
+    w0 = ow * SW - PW
+    d1 = tl.minimum(d0 + KD, D + PD)
+    h1 = tl.minimum(h0 + KH, H + PH)
+    w1 = tl.minimum(w0 + KW, W + PW)
+    pool_size = (d1 - d0) * (h1 - h0) * (w1 - w0)
+    d1 = tl.minimum(d1, D)
+    h1 = tl.minimum(h1, H)
+    w1 = tl.minimum(w1, W)
+    lo_d = tl.maximum(d0, 0)
+    lo_h = tl.maximum(h0, 0)
+    lo_w = tl.maximum(w0, 0)
+    count = (d1 - lo_d) * (h1 - lo_h) * (w1 - lo_w)
+    base = x_ptr + nb * sxn + c * sxc
+    acc = tl.zeros([BLOCK], dtype=acc_ty)
+    for kd in range(0, KD):
+        id_ = d0 + kd
+        ok_d = (id_ >= lo_d) & (id_ < d1)
+        for kh in range(0, KH):
+            ih = h0 + kh
+            ok_h = ok_d & (ih >= lo_h) & (ih < h1)
+            for kw in range(0, KW):
+                iw = w0 + kw
+                ok = mask & ok_h & (iw >= lo_w) & (iw < w1)
+                acc += tl.load(base + id_ * sxd + ih * sxh + iw * sxw, mask=ok, other=0.0).to(acc_ty)
+    if HAS_DIVISOR:
+        div = tl.full([BLOCK], divisor, acc_ty)
+    elif COUNT_PAD:
+        div = pool_size.to(acc_ty)
+    else:
+        div = count.to(acc_ty)
+    res = tl.where(count > 0, acc / div, 0.0)
+    tl.store(out_ptr + idx, res.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _adaptive_avg_kernel(x_ptr, out_ptr, n, C, D, H, W, OD, OH, OW, sxn, sxc, sxd, sxh, sxw, KD, KH, KW,
+                         CL: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr):
+    idx, mask = block_indices(n, BLOCK, INT64)
+    nb, c, od, oh, ow = out_coords(idx, C, OD, OH, OW, CL)
+    acc_ty = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
+    # torch's bins: start = floor(i * in / out), end = ceil((i + 1) * in / out); KD/KH/KW bound their sizes.
+    d0 = (od * D) // OD
+    d1 = ((od + 1) * D + OD - 1) // OD
+    h0 = (oh * H) // OH
+    h1 = ((oh + 1) * H + OH - 1) // OH
+    w0 = (ow * W) // OW
+    w1 = ((ow + 1) * W + OW - 1) // OW
+    base = x_ptr + nb * sxn + c * sxc
+    acc = tl.zeros([BLOCK], dtype=acc_ty)
+    for kd in range(0, KD):
+        id_ = d0 + kd
+        ok_d = id_ < d1
+        for kh in range(0, KH):
+            ih = h0 + kh
+            ok_h = ok_d & (ih < h1)
+            for kw in range(0, KW):
+                iw = w0 + kw
+                ok = mask & ok_h & (iw < w1)
+                acc += tl.load(base + id_ * sxd + ih * sxh + iw * sxw, mask=ok, other=0.0).to(acc_ty)
+    res = acc / ((d1 - d0) * (h1 - h0) * (w1 - w0)).to(acc_ty)
+    tl.store(out_ptr + idx, res.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def _prep(op: str, self: object, nsp: int) -> tuple[NBXTensor, bool]:
+    """The input, checked: (nsp+1)-D unbatched or (nsp+2)-D batched, non-batch dims non-empty."""
+    x = check_float(op, self)
+    if x.ndim not in (nsp + 1, nsp + 2) or any(s == 0 for s in x.shape[-(nsp + 1):]):
+        raise ShapeError(f"{op}: expected a {nsp + 1}-D or {nsp + 2}-D (batch mode) input with non-zero sizes "
+                         f"except the optional batch dim, got shape {list(x.shape)}")
+    return x, x.ndim == nsp + 2
+
+
+def _as5d(t: NBXTensor, nsp: int, batched: bool) -> NBXTensor:
+    """An (N, C, D, H, W) view of a pooling operand with ``nsp`` spatial dims."""
+    if not batched:
+        t = unsqueeze(t, 0)
+    for _ in range(3 - nsp):
+        t = unsqueeze(t, 2)
+    return t
+
+
+def _pad3(vals: tuple[int, ...], fill: int) -> tuple[int, ...]:
+    return (fill,) * (3 - len(vals)) + tuple(vals)
+
+
+def _alloc(x: NBXTensor, batched: bool, out_sp: tuple[int, ...], dtype: D.DType) -> NBXTensor:
+    lead = tuple(x.shape[:2]) if batched else (1, x.shape[0])
+    return empty_output((*lead, *out_sp), dtype, x, cl=batched and channels_last(x))
+
+
+def _window(op: str, nsp: int, kernel_size: object, stride: object, padding: object, dilation: object) -> tuple:
+    ks = ints(op, kernel_size, nsp, "kernel_size")
+    st = ints(op, stride, nsp, "stride", default=ks)
+    pad = ints(op, padding, nsp, "padding")
+    dil = ints(op, dilation, nsp, "dilation")
+    positive(op, ks, "kernel_size")
+    positive(op, st, "stride")
+    positive(op, dil, "dilation")
+    non_negative(op, pad, "padding")
+    for k, p, d in zip(ks, pad, dil, strict=True):
+        if p > ((k - 1) * d + 1) // 2:
+            raise NbxValueError(f"{op}: padding {list(pad)} should be at most half of the effective kernel size "
+                                f"(kernel_size {list(ks)}, dilation {list(dil)})")
+    return ks, st, pad, dil
+
+
+def _out_sizes(op: str, x: NBXTensor, nsp: int, ks: tuple, st: tuple, pad: tuple, dil: tuple,
+               ceil_mode: bool) -> tuple[int, ...]:
+    sp = tuple(x.shape[-nsp:])
+    out = tuple(pool_out(op, s, k, p, t, d, bool(ceil_mode)) for s, k, p, t, d in zip(sp, ks, pad, st, dil,
+                                                                                        strict=True))
+    if any(o < 1 for o in out):
+        raise ShapeError(f"{op}: given input size {list(sp)}, the output size {list(out)} is too small: use a "
+                         "smaller kernel or more padding")
+    return out
+
+
+def _finish(out: NBXTensor, batched: bool) -> NBXTensor:
+    return out if batched else squeeze(out, 0)
+
+
+def _max_pool(op: str, nsp: int, self: object, kernel_size: object, stride: object, padding: object,
+              dilation: object, ceil_mode: bool, with_indices: bool) -> tuple[NBXTensor, NBXTensor]:
+    x, batched = _prep(op, self, nsp)
+    ks, st, pad, dil = _window(op, nsp, kernel_size, stride, padding, dilation)
+    out_sp = _out_sizes(op, x, nsp, ks, st, pad, dil, ceil_mode)
+    out = _alloc(x, batched, out_sp, x.dtype)
+    ind = _alloc(x, batched, out_sp, D.int64) if with_indices else out
+    x5, o5 = _as5d(x, nsp, batched), _as5d(out, nsp, True)
+    n = out.numel()
+    block = block_size(n)
+    launch(_max_pool_kernel, (cdiv(n, block),), x5, out, ind, n, *x5.shape[1:], *o5.shape[2:], *x5.stride(),
+           *_pad3(ks, 1), *_pad3(st, 1), *_pad3(pad, 0), *_pad3(dil, 1),
+           CL=channels_last(out), WRITE_IDX=with_indices, BLOCK=block, INT64=needs_int64(n, x5, out),
+           num_warps=_WARPS)
+    return _finish(out, batched), _finish(ind, batched)
+
+
+def max_pool2d(self: NBXTensor, kernel_size: list[int], stride: list[int] = (), padding: object = 0,
+               dilation: object = 1, ceil_mode: bool = False) -> NBXTensor:
+    """``aten::max_pool2d`` on (N, C, H, W) or (C, H, W)."""
+    return _max_pool("max_pool2d", 2, self, kernel_size, stride, padding, dilation, ceil_mode, False)[0]
+
+
+def max_pool2d_with_indices(self: NBXTensor, kernel_size: list[int], stride: list[int] = (), padding: object = 0,
+                            dilation: object = 1, ceil_mode: bool = False) -> tuple[NBXTensor, NBXTensor]:
+    """``aten::max_pool2d_with_indices``: (values, int64 flat indices within each H*W plane)."""
+    return _max_pool("max_pool2d_with_indices", 2, self, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool3d(self: NBXTensor, kernel_size: list[int], stride: list[int] = (), padding: object = 0,
+               dilation: object = 1, ceil_mode: bool = False) -> NBXTensor:
+    """``aten::max_pool3d`` on (N, C, D, H, W) or (C, D, H, W)."""
+    return _max_pool("max_pool3d", 3, self, kernel_size, stride, padding, dilation, ceil_mode, False)[0]
+
+
+def max_pool3d_with_indices(self: NBXTensor, kernel_size: list[int], stride: list[int] = (), padding: object = 0,
+                            dilation: object = 1, ceil_mode: bool = False) -> tuple[NBXTensor, NBXTensor]:
+    """``aten::max_pool3d_with_indices``: (values, int64 flat indices within each D*H*W volume)."""
+    return _max_pool("max_pool3d_with_indices", 3, self, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def _avg_pool(op: str, nsp: int, self: object, kernel_size: object, stride: object, padding: object,
+              ceil_mode: bool, count_include_pad: bool, divisor_override: int | None) -> NBXTensor:
+    x, batched = _prep(op, self, nsp)
+    ks, st, pad, _ = _window(op, nsp, kernel_size, stride, padding, 1)
+    if divisor_override is not None:
+        if isinstance(divisor_override, bool) or not isinstance(divisor_override, int):
+            raise NbxTypeError(f"{op}: divisor_override must be an int or None, got {type(divisor_override).__name__}")
+        if divisor_override == 0:
+            raise NbxValueError(f"{op}: divisor_override must be non-zero")
+    out_sp = _out_sizes(op, x, nsp, ks, st, pad, (1,) * nsp, ceil_mode)
+    out = _alloc(x, batched, out_sp, x.dtype)
+    x5, o5 = _as5d(x, nsp, batched), _as5d(out, nsp, True)
+    n = out.numel()
+    block = block_size(n)
+    launch(_avg_pool_kernel, (cdiv(n, block),), x5, out, n, *x5.shape[1:], *o5.shape[2:], *x5.stride(),
+           *_pad3(ks, 1), *_pad3(st, 1), *_pad3(pad, 0), float(divisor_override or 1),
+           COUNT_PAD=bool(count_include_pad), HAS_DIVISOR=divisor_override is not None, CL=channels_last(out),
+           BLOCK=block, INT64=needs_int64(n, x5, out), num_warps=_WARPS)
+    return _finish(out, batched)
+
+
+def avg_pool1d(self: NBXTensor, kernel_size: list[int], stride: list[int] = (), padding: object = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True) -> NBXTensor:
+    """``aten::avg_pool1d`` on (N, C, L) or (C, L)."""
+    return _avg_pool("avg_pool1d", 1, self, kernel_size, stride, padding, ceil_mode, count_include_pad, None)
+
+
+def avg_pool2d(self: NBXTensor, kernel_size: list[int], stride: list[int] = (), padding: object = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> NBXTensor:
+    """``aten::avg_pool2d`` on (N, C, H, W) or (C, H, W)."""
+    return _avg_pool("avg_pool2d", 2, self, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override)
+
+
+def avg_pool3d(self: NBXTensor, kernel_size: list[int], stride: list[int] = (), padding: object = 0,
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> NBXTensor:
+    """``aten::avg_pool3d`` on (N, C, D, H, W) or (C, D, H, W)."""
+    return _avg_pool("avg_pool3d", 3, self, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override)
+
+
+def _max_bin(size: int, out: int) -> int:
+    """The largest adaptive bin, ceil((i+1)*size/out) - floor(i*size/out) over i."""
+    return max(-(-(i + 1) * size // out) - i * size // out for i in range(out))
+
+
+def _adaptive(op: str, nsp: int, self: object, output_size: object) -> NBXTensor:
+    x, batched = _prep(op, self, nsp)
+    out_sp = ints(op, output_size, nsp, "output_size")
+    non_negative(op, out_sp, "output_size")
+    out = _alloc(x, batched, out_sp, x.dtype)
+    n = out.numel()
+    if n == 0:
+        return _finish(out, batched)
+    x5, o5 = _as5d(x, nsp, batched), _as5d(out, nsp, True)
+    bins = [_max_bin(s, o) for s, o in zip(x5.shape[2:], o5.shape[2:], strict=True)]
+    block = block_size(n)
+    launch(_adaptive_avg_kernel, (cdiv(n, block),), x5, out, n, *x5.shape[1:], *o5.shape[2:], *x5.stride(), *bins,
+           CL=channels_last(out), BLOCK=block, INT64=needs_int64(n, x5, out), num_warps=_WARPS)
+    return _finish(out, batched)
+
+
+def adaptive_avg_pool1d(self: NBXTensor, output_size: list[int]) -> NBXTensor:
+    """``aten::adaptive_avg_pool1d`` on (N, C, L) or (C, L)."""
+    return _adaptive("adaptive_avg_pool1d", 1, self, output_size)
+
+
+def adaptive_avg_pool2d(self: NBXTensor, output_size: list[int]) -> NBXTensor:
+    """``aten::adaptive_avg_pool2d`` on (N, C, H, W) or (C, H, W)."""
+    return _adaptive("adaptive_avg_pool2d", 2, self, output_size)
+
+
+def _adaptive_avg_pool2d(self: NBXTensor, output_size: list[int]) -> NBXTensor:
+    """``aten::_adaptive_avg_pool2d``: the same computation as adaptive_avg_pool2d."""
+    return _adaptive("_adaptive_avg_pool2d", 2, self, output_size)
+
+
+def _adaptive_avg_pool3d(self: NBXTensor, output_size: list[int]) -> NBXTensor:
+    """``aten::_adaptive_avg_pool3d`` on (N, C, D, H, W) or (C, D, H, W)."""
+    return _adaptive("_adaptive_avg_pool3d", 3, self, output_size)

@@ -1,0 +1,157 @@
+"""Conformance of the convolution ops against torch CPU."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from nbx_core.errors import DeviceError, NbxError
+from nbx_core.testing import check_op, check_raises, from_torch, layouts, make, run_op
+
+HALF_TOL = {"float16": (2e-3, 2e-3), "bfloat16": (2e-2, 2e-2)}
+
+
+def _dt(name: str) -> torch.dtype:
+    return getattr(torch, name)
+
+
+def _tol(dtype: str) -> dict:
+    r, a = HALF_TOL.get(dtype, (None, None))
+    return {"rtol": r, "atol": a}
+
+
+def _ref_half(fn):
+    """torch's CPU half-type conv accumulates like ours only roughly: compare to float32 math, rounded."""
+    def ref(x, w, b, *args):
+        out = fn(x.float(), w.float(), None if b is None else b.float(), *args)
+        return out.to(x.dtype)
+    return ref
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
+def test_conv2d_dtypes(dtype):
+    x, w, b = make((1, 3, 6, 5), dtype), make((4, 3, 3, 3), dtype, seed=1), make((4,), dtype, seed=2)
+    ref = _ref_half(torch.ops.aten.conv2d.default) if dtype in HALF_TOL else None
+    check_op("aten::conv2d", x, w, b, [1, 1], [1, 1], [1, 1], 1, torch_fn=ref, **_tol(dtype))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_conv2d_nested_channels(dtype):
+    # 16+ channels per group take the nested (tap, channel-block) reduction.
+    x, w = make((2, 32, 5, 5), dtype), make((32, 16, 3, 3), dtype, seed=1)
+    ref = _ref_half(torch.ops.aten.conv2d.default) if dtype in HALF_TOL else None
+    check_op("aten::conv2d", x, w, None, [2, 1], [1, 1], [1, 2], 2, torch_fn=ref, **_tol(dtype))
+
+
+@pytest.mark.parametrize("case", [
+    ([1, 1], [0, 0], [1, 1], 1), ([2, 1], [1, 0], [2, 1], 1), ([1, 2], [2, 1], [1, 1], 1), ([1, 1], [1, 1], [1, 1], 3),
+])
+def test_conv2d_stride_padding_dilation_groups(case):
+    stride, padding, dilation, groups = case
+    x, w = make((2, 3, 6, 5)), make((6, 3 // groups, 3, 2), seed=1)
+    check_op("aten::conv2d", x, w, make((6,), seed=2), stride, padding, dilation, groups)
+    check_op("aten::conv2d", x, w, None, stride, padding, dilation, groups)
+
+
+def test_conv2d_layouts_and_channels_last():
+    x, w, b = make((2, 3, 6, 5)), make((4, 3, 3, 3), seed=1), make((4,), seed=2)
+    for _, xl in layouts(x):
+        check_op("aten::conv2d", xl, w, b, [1, 1], [1, 1])
+    xcl = x.to(memory_format=torch.channels_last)
+    got = check_op("aten::conv2d", xcl, w.to(memory_format=torch.channels_last), b, [1, 1], [1, 1])
+    assert got.stride()[1] == 1  # channels-last in, channels-last out (torch's rule)
+    check_op("aten::conv2d", x.transpose(2, 3), w, b, [2, 1], [0, 1])
+
+
+def test_conv2d_unbatched_and_empty_batch():
+    w = make((4, 3, 3, 3), seed=1)
+    check_op("aten::conv2d", make((3, 6, 5)), w, None, [1, 1], [1, 1])
+    check_op("aten::conv2d", make((0, 3, 6, 5)), w, None, [1, 1], [1, 1])
+
+
+@pytest.mark.parametrize("dilation", [[1, 1], [1, 2], [2, 1]])
+def test_conv2d_padding_strings(dilation):
+    x, w = make((1, 3, 6, 5)), make((4, 3, 2, 3), seed=1)
+    check_op("aten::conv2d.padding", x, w, None, [1, 1], "same", dilation)
+    check_op("aten::conv2d.padding", x, w, make((4,), seed=2), [2, 1], "valid", dilation)
+
+
+def test_conv1d():
+    x, w = make((2, 4, 7)), make((6, 2, 3), seed=1)
+    check_op("aten::conv1d", x, w, make((6,), seed=2), [2], [1], [1], 2)
+    check_op("aten::conv1d", x.transpose(1, 2).contiguous().transpose(1, 2), w, None, [1], [2], [2], 2)
+    check_op("aten::conv1d", x[0], w, None, [1], [0], [1], 2)
+    check_op("aten::conv1d.padding", x, make((5, 4, 4), seed=3), None, [1], "same", [1], 1)
+    check_op("aten::conv1d.padding", x, make((5, 4, 4), seed=3), None, [3], "valid", [2], 1)
+    xh = x.to(torch.float16)
+    check_op("aten::conv1d", xh, w.half(), None, [1], [1], [1], 2,
+             torch_fn=_ref_half(torch.ops.aten.conv1d.default), **_tol("float16"))
+
+
+def test_depthwise():
+    x = make((2, 3, 6, 5))
+    w = make((6, 1, 3, 3), seed=1)
+    b = make((6,), seed=2)
+    check_op("aten::conv2d", x, w, b, [1, 1], [1, 1], [1, 1], 3)
+
+    def ref(x, w, ks, b, st, pad, dil):
+        return torch.nn.functional.conv2d(x, w, b, st, pad, dil, x.shape[1])
+
+    check_op("aten::_conv_depthwise2d", x, w, [3, 3], b, [1, 2], [1, 0], [2, 1], torch_fn=ref)
+    check_op("aten::_conv_depthwise2d", x.to(memory_format=torch.channels_last), w, [3, 3], None, [1, 1], [1, 1],
+             [1, 1], torch_fn=ref)
+
+
+@pytest.mark.parametrize("case", [
+    ([1, 1], [0, 0], [0, 0], 1, [1, 1]), ([2, 2], [1, 0], [1, 0], 1, [1, 1]), ([2, 3], [0, 1], [1, 2], 1, [1, 1]),
+    ([1, 1], [1, 1], [0, 0], 2, [2, 1]), ([2, 1], [1, 1], [1, 0], 2, [1, 2]),
+])
+def test_conv_transpose2d(case):
+    stride, padding, out_pad, groups, dilation = case
+    x, w = make((2, 4, 4, 3)), make((4, 3, 3, 2), seed=1)
+    check_op("aten::conv_transpose2d.input", x, w, make((3 * groups,), seed=2), stride, padding, out_pad, groups,
+             dilation)
+    check_op("aten::conv_transpose2d", x.to(memory_format=torch.channels_last), w, None, stride, padding, out_pad,
+             groups, dilation)
+
+
+def test_conv_transpose1d():
+    x, w = make((2, 4, 5)), make((4, 3, 3), seed=1)
+    check_op("aten::conv_transpose1d", x, w, make((6,), seed=2), [2], [1], [1], 2, [1])
+    check_op("aten::conv_transpose1d", x, w, None, [3], [0], [2], 1, [2])
+    check_op("aten::conv_transpose1d", x[1], w, None, [1], [0], [0], 1, [1])
+    xb = x.bfloat16()
+    check_op("aten::conv_transpose1d", xb, w.bfloat16(), None, [2], [1], [1], 2, [1],
+             torch_fn=_ref_half(torch.ops.aten.conv_transpose1d.default), **_tol("bfloat16"))
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_convolution_export_signature(transposed):
+    x = make((2, 4, 5, 4))
+    w = make((4, 3, 3, 2), seed=1) if transposed else make((6, 2, 3, 2), seed=1)
+    out_pad = [1, 0] if transposed else [0, 0]
+    k = 6 if transposed else 6
+    check_op("aten::convolution", x, w, make((k,), seed=2), [2, 1], [1, 1], [1, 1], transposed, out_pad, 2)
+    check_op("aten::convolution", x.to(memory_format=torch.channels_last), w, None, [1, 1], [0, 1], [2, 1],
+             transposed, [0, 0], 2)
+    w1 = make((4, 3, 3), seed=3) if transposed else make((6, 4, 3), seed=3)
+    check_op("aten::convolution", make((2, 4, 7)), w1, None, [2], [1], [1], transposed, [1] if transposed else [0], 1)
+
+
+def test_bad_inputs(on_cuda):
+    x, w = make((1, 3, 6, 5)), make((4, 3, 3, 3), seed=1)
+    check_raises("aten::conv2d", x, make((4, 2, 3, 3)), None, [1, 1], [0, 0], match="channels")
+    check_raises("aten::conv2d", x, make((4, 3, 3, 3)), None, [1, 1], [0, 0], [1, 1], 2, match="groups")
+    check_raises("aten::conv2d", make((1, 3, 2, 2)), w, None, [1, 1], [0, 0], match="can't be greater")
+    check_raises("aten::conv2d.padding", x, w, None, [2, 1], "same", match="strided")
+    check_raises("aten::conv2d", make((3, 6)), w, None, [1, 1], [0, 0], match="input")
+    check_raises("aten::conv2d", x, w, make((5,)), [1, 1], [0, 0], match="bias")
+    check_raises("aten::conv2d", x, w.half(), None, [1, 1], [0, 0], match="dtype|float")
+    check_raises("aten::conv_transpose2d.input", x, make((3, 2, 3, 3)), None, [1, 1], [0, 0], [1, 1],
+                 match="output_padding")
+    with pytest.raises(NbxError, match="padding string"):
+        run_op("aten::conv2d.padding", x, w, None, [1, 1], "full")
+    with pytest.raises(DeviceError, match="device"):
+        from nbx_core.registry import get_registry
+
+        get_registry().call("aten::conv2d", from_torch(x), on_cuda(from_torch(w)), None, [1, 1], [0, 0])

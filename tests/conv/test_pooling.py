@@ -1,0 +1,116 @@
+"""Conformance of average, max and adaptive average pooling against torch CPU."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from nbx_core.errors import NbxTypeError
+from nbx_core.testing import check_op, check_raises, layouts, make, run_op
+
+DTYPES = ["float32", "float16", "bfloat16", "float64"]
+
+
+def _inputs2d(dtype="float32"):
+    x = make((2, 3, 7, 6), dtype)
+    return [("contiguous", x), ("channels_last", x.to(memory_format=torch.channels_last)), ("unbatched", x[0]),
+            *list(layouts(x))[1:]]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_max_pool2d(dtype):
+    for _, x in _inputs2d(dtype):
+        check_op("aten::max_pool2d_with_indices", x, [3, 2], [2, 1], [1, 1], [1, 2], True)
+        check_op("aten::max_pool2d", x, [2, 2])
+    check_op("aten::max_pool2d", make((0, 3, 7, 6), dtype), [3, 3], [2, 2], [1, 1])
+
+
+def test_max_pool2d_nan_inf_ties():
+    x = make((1, 2, 5, 5))
+    x[0, 0, 1, 1] = float("nan")
+    x[0, 0, 3, 3] = float("nan")
+    x[0, 1] = float("-inf")
+    x[0, 1, 4, 4] = 2.0
+    check_op("aten::max_pool2d_with_indices", x, [3, 3], [1, 1], [1, 1])
+    check_op("aten::max_pool2d_with_indices", torch.ones(1, 1, 4, 4), [2, 2], [1, 1], [0, 0], [2, 1], True)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_max_pool3d(dtype):
+    x = make((1, 2, 5, 6, 4), dtype)
+    for xx in (x, x.to(memory_format=torch.channels_last_3d), x[0], x.transpose(2, 4)):
+        check_op("aten::max_pool3d_with_indices", xx, [2, 3, 2], [2, 2, 1], [1, 1, 0], [1, 1, 2], True)
+        check_op("aten::max_pool3d", xx, [2, 2, 2])
+
+
+def _ref_float(op):
+    return lambda x, *a: op(x.float(), *a).to(x.dtype) if x.dtype in (torch.float16, torch.bfloat16) else op(x, *a)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_avg_pool2d(dtype):
+    ref = _ref_float(torch.ops.aten.avg_pool2d.default)
+    for _, x in _inputs2d(dtype):
+        check_op("aten::avg_pool2d", x, [3, 2], [2, 1], [1, 1], True, False, torch_fn=ref)
+        check_op("aten::avg_pool2d", x, [3, 3], [2, 2], [1, 1], False, True, torch_fn=ref)
+        check_op("aten::avg_pool2d", x, [3, 3], [2, 2], [1, 1], True, True, 5, torch_fn=ref)
+    check_op("aten::avg_pool2d", make((0, 3, 7, 6), dtype), [2, 2], torch_fn=ref)
+
+
+def test_avg_pool1d_3d():
+    x1 = make((2, 3, 9))
+    check_op("aten::avg_pool1d", x1, [3], [2], [1], True, False)
+    check_op("aten::avg_pool1d", x1.transpose(1, 2).contiguous().transpose(1, 2), [4], [], [2], False, True)
+    check_op("aten::avg_pool1d", x1[0], [2])
+    x3 = make((1, 2, 5, 6, 4))
+    for xx in (x3, x3.to(memory_format=torch.channels_last_3d), x3[0]):
+        check_op("aten::avg_pool3d", xx, [2, 3, 2], [2, 2, 1], [1, 1, 0], True, False)
+        check_op("aten::avg_pool3d", xx, [2, 2, 2], [1, 2, 1], [1, 0, 1], False, True, 3)
+    xb = x3.bfloat16()
+    check_op("aten::avg_pool3d", xb, [2, 2, 2], torch_fn=_ref_float(torch.ops.aten.avg_pool3d.default))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_adaptive_avg_pool2d(dtype):
+    ref = _ref_float(torch.ops.aten.adaptive_avg_pool2d.default)
+    ref_ = _ref_float(torch.ops.aten._adaptive_avg_pool2d.default)
+    for _, x in _inputs2d(dtype):
+        check_op("aten::adaptive_avg_pool2d", x, [4, 5], torch_fn=ref)
+        check_op("aten::_adaptive_avg_pool2d", x, [3, 1], torch_fn=ref_)
+    check_op("aten::adaptive_avg_pool2d", make((0, 3, 7, 6), dtype), [2, 2], torch_fn=ref)
+
+
+def test_adaptive_avg_pool1d_3d():
+    x1 = make((2, 3, 9))
+    check_op("aten::adaptive_avg_pool1d", x1, [4])
+    check_op("aten::adaptive_avg_pool1d", x1[0], [9])
+    check_op("aten::adaptive_avg_pool1d", x1.transpose(1, 2).contiguous().transpose(1, 2), [1])
+    x3 = make((1, 2, 5, 6, 4))
+    for xx in (x3, x3.to(memory_format=torch.channels_last_3d), x3[0]):
+        check_op("aten::_adaptive_avg_pool3d", xx, [3, 4, 3])
+    check_op("aten::_adaptive_avg_pool3d", x3.half(), [2, 1, 3],
+             torch_fn=_ref_float(torch.ops.aten._adaptive_avg_pool3d.default))
+
+
+def test_pool_bad_inputs():
+    x = make((1, 3, 7, 6))
+    check_raises("aten::max_pool2d", x, [3, 3], [1, 1], [2, 2], match="half")
+    check_raises("aten::max_pool2d", make((7, 6)), [3, 3], match="3-D or 4-D")
+    check_raises("aten::max_pool2d", make((1, 3, 2, 2)), [3, 3], [1, 1], match="too small")
+    check_raises("aten::max_pool2d", x, [3, 0], match="kernel_size")
+    check_raises("aten::avg_pool2d", x, [3, 3], [1, 1], [0, 0], False, True, 0, match="divisor")
+    check_raises("aten::max_pool3d", make((7, 6, 5)), [2, 2, 2], match="4-D or 5-D")
+    check_raises("aten::avg_pool1d", make((1, 3, 0)), [2], match="non-zero")
+    check_raises("aten::adaptive_avg_pool2d", make((1, 3, 0, 4)), [2, 2], match="non-zero")
+    check_raises("aten::_adaptive_avg_pool2d", make((3, 4)), [2, 2], match="3-D or 4-D")
+    check_raises("aten::_adaptive_avg_pool3d", make((7, 6, 5)), [2, 2, 2], match="4-D or 5-D")
+    check_raises("aten::max_pool3d_with_indices", make((1, 2, 2, 2, 2)), [3, 3, 3], match="too small")
+    check_raises("aten::avg_pool3d", make((1, 2, 0, 2, 2)), [1, 1, 1], match="non-zero")
+    check_raises("aten::adaptive_avg_pool1d", make((1, 3, 0)), [2], match="non-zero")
+
+
+
+def test_max_pool_integer_input_is_refused():
+    # torch pools integers too; NBX's max pool is floating-only for now, and says so before any launch.
+    with pytest.raises(NbxTypeError, match="dtype"):
+        run_op("aten::max_pool2d_with_indices", make((1, 2, 4, 4), "int64"), [2, 2])
