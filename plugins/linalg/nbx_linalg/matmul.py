@@ -1,0 +1,517 @@
+"""Matrix products: one batched, strided GEMM kernel with an alpha/beta epilogue, and the ATen ops on it.
+
+``gemm`` computes ``out = alpha * (a @ b) + beta * c`` for ``a`` (*batch, M, K) and ``b``
+(*batch, K, N) with any strides (transposed, sliced, stride-0 broadcast batch dims) and ``c``
+broadcast to the output; no operand is copied. mm, bmm, addmm, baddbmm, matmul, linear, mv,
+addmv, dot and addr are views plus one ``gemm`` call.
+
+Numerics follow torch on the CPU: float32 multiplies in IEEE float32 (TF32 only after
+``nbx_linalg.set_float32_matmul_precision("high")``), float16/bfloat16 accumulate in float32 and
+round once, float64 stays float64. Integer products are supported as torch supports them:
+accumulated in int64 and wrapped to the result dtype at the store, which equals torch's wrapping
+arithmetic. ``beta == 0`` ignores ``c`` entirely (NaN and inf included) and ``alpha == 0`` ignores
+the product, as torch does. Float ``alpha``/``beta`` with integer tensors are truncated, as torch's
+addmm/addmv/baddbmm do (addr refuses them, as torch does).
+
+On a GPU the tile configuration comes from :mod:`nbx_linalg.configs` (shipped H200 table, user
+cache written by :func:`tune`); on the interpreter large tiles keep the number of programs small.
+"""
+
+
+import time
+from typing import Any
+
+import triton
+import triton.language as tl
+from nbx_core import dtypes as D
+from nbx_core.backend import default_device
+from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
+from nbx_core.kernels.copy import cast_to
+from nbx_core.kernels.indexing import needs_int64, strided_offsets
+from nbx_core.launch import BACKEND, cdiv, launch, next_pow2
+from nbx_core.pointwise import tl_dtype
+from nbx_core.shape import broadcast_shapes, broadcast_strides, coalesce, numel, view_strides
+from nbx_core.tensor import NBXTensor, check_device, empty_tensor
+
+from . import configs
+from .precision import triton_input_precision
+
+_MAX_GRID_Y = 65535
+
+
+@triton.jit
+def _gemm_kernel(
+    a_ptr, b_ptr, c_ptr, out_ptr, M, N, K, batch0,
+    bshape, a_bs, b_bs, c_bs, o_bs,
+    sam, sak, sbk, sbn, scm, scn, som, son,
+    alpha_f: tl.float64, beta_f: tl.float64, alpha_i: tl.int64, beta_i: tl.int64,
+    HAS_C: tl.constexpr, USE_DOT: tl.constexpr, INT_ACC: tl.constexpr, PRECISION: tl.constexpr,
+    ACC: tl.constexpr, UPCAST: tl.constexpr, BNDIM: tl.constexpr, EVEN_K: tl.constexpr, INT64: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+):
+    # Grouped ordering: GROUP_M row tiles run together and share each column tile of b in L2.
+    pid = tl.program_id(0)
+    grid_m = tl.cdiv(M, BLOCK_M)
+    grid_n = tl.cdiv(N, BLOCK_N)
+    width = GROUP_M * grid_n
+    first_m = (pid // width) * GROUP_M
+    size_m = tl.minimum(grid_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % width) % size_m
+    pid_n = (pid % width) // size_m
+
+    batch = tl.program_id(1) + batch0
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    if INT64:
+        batch = batch.to(tl.int64)
+        rm = rm.to(tl.int64)
+        rn = rn.to(tl.int64)
+        rk = rk.to(tl.int64)
+    # Rows and columns past the edge wrap onto valid ones, so only K needs a load mask; the
+    # store below is masked.
+    am = rm % M
+    bn = rn % N
+    a_ptrs = a_ptr + strided_offsets(batch, bshape, a_bs, BNDIM) + am[:, None] * sam + rk[None, :] * sak
+    b_ptrs = b_ptr + strided_offsets(batch, bshape, b_bs, BNDIM) + rk[:, None] * sbk + bn[None, :] * sbn
+
+    acc = tl.zeros((BLOCK_M, BLOCK_N), ACC)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        if EVEN_K:
+            a = tl.load(a_ptrs)
+            b = tl.load(b_ptrs)
+        else:
+            left = K - k * BLOCK_K
+            a = tl.load(a_ptrs, mask=rk[None, :] < left, other=0)
+            b = tl.load(b_ptrs, mask=rk[:, None] < left, other=0)
+        if UPCAST:
+            # Triton's interpreter multiplies bfloat16 dot operands as raw bits: widen first
+            # (exact, and the same float32 accumulation the GPU does).
+            a = a.to(tl.float32)
+            b = b.to(tl.float32)
+        if USE_DOT:
+            acc = tl.dot(a, b, acc, input_precision=PRECISION)
+        else:
+            acc += tl.sum(a.to(ACC)[:, :, None] * b.to(ACC)[None, :, :], axis=1)
+        a_ptrs += BLOCK_K * sak
+        b_ptrs += BLOCK_K * sbk
+
+    if INT_ACC:
+        acc = acc * tl.full((BLOCK_M, BLOCK_N), alpha_i, tl.int64)
+    else:
+        acc = acc * tl.full((BLOCK_M, BLOCK_N), alpha_f, ACC)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
+    if HAS_C:
+        c_off = strided_offsets(batch, bshape, c_bs, BNDIM) + rm[:, None] * scm + rn[None, :] * scn
+        c = tl.load(c_ptr + c_off, mask=mask, other=0).to(ACC)
+        if INT_ACC:
+            acc += tl.full((BLOCK_M, BLOCK_N), beta_i, tl.int64) * c
+        else:
+            acc += tl.full((BLOCK_M, BLOCK_N), beta_f, ACC) * c
+    o_off = strided_offsets(batch, bshape, o_bs, BNDIM) + rm[:, None] * som + rn[None, :] * son
+    tl.store(out_ptr + o_off, cast_to(acc, out_ptr.dtype.element_ty), mask=mask)
+
+
+def _strided(t: NBXTensor, shape: tuple[int, ...], strides: tuple[int, ...]) -> NBXTensor:
+    return NBXTensor(t.storage, shape, strides, t.storage_offset(), t.dtype)
+
+
+def _acc_dtype(dtype: D.DType) -> D.DType:
+    if dtype.is_integral:
+        return D.int64
+    return D.float64 if dtype is D.float64 else D.float32
+
+
+def _config(dtype: D.DType, m: int, n: int, k: int, use_dot: bool) -> dict[str, int]:
+    if BACKEND == "cpu":
+        # The interpreter pays per program, not per element: few, large tiles.
+        side = 32 if not use_dot else 128
+        return {"BLOCK_M": min(max(16, next_pow2(m)), side), "BLOCK_N": min(max(16, next_pow2(n)), side),
+                "BLOCK_K": min(max(16, next_pow2(k)), side), "GROUP_M": 8, "num_warps": 1, "num_stages": 1}
+    return configs.lookup(dtype.name if use_dot else "int64", m, n, k)
+
+
+def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alpha: Any = 1, beta: Any = 0,
+         out: NBXTensor | None = None, out_dtype: D.DType | None = None,
+         config: dict[str, int] | None = None) -> NBXTensor:
+    """``alpha * (a @ b) + beta * c`` for ``a`` (*batch, M, K) and ``b`` (*batch, K, N).
+
+    Batch dims broadcast; ``c`` broadcasts to the result (*batch, M, N) and is ignored when
+    ``beta == 0``. The result goes to ``out`` when given (any strides, the result's shape) or to a
+    new contiguous tensor of ``out_dtype`` (default: ``a``'s dtype). Callers validate dtypes and
+    shapes with op-specific messages; this checks devices.
+    """
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    batch = broadcast_shapes(op, a.shape[:-2], b.shape[:-2])
+    shape = (*batch, m, n)
+    device = check_device(op, a, b, *(t for t in (c, out) if t is not None))
+    if out is None:
+        out = empty_tensor(shape, out_dtype or a.dtype, device)
+    if numel(shape) == 0:
+        return out
+    acc = _acc_dtype(D.promote_types(a.dtype, b.dtype, out.dtype))
+    use_c = c is not None and bool(beta != 0)
+    if alpha == 0:
+        k = 0  # torch ignores the product (NaN included) when alpha is 0
+    a_st = broadcast_strides(a.shape, a.stride(), (*batch, m, a.shape[-1]))
+    b_st = broadcast_strides(b.shape, b.stride(), (*batch, b.shape[-2], n))
+    c_st = broadcast_strides(c.shape, c.stride(), shape) if use_c else (0,) * len(shape)
+    o_st = out.stride()
+    nb = len(batch)
+    bshape, (a_bs, b_bs, c_bs, o_bs) = coalesce(batch, a_st[:nb], b_st[:nb], c_st[:nb], o_st[:nb])
+    use_dot = acc.is_floating_point and a.dtype is b.dtype and a.dtype.is_floating_point
+    cfg = dict(config) if config is not None else _config(a.dtype, m, n, k, use_dot)
+    bm, bn, bk = cfg.pop("BLOCK_M"), cfg.pop("BLOCK_N"), cfg.pop("BLOCK_K")
+    if not use_dot and BACKEND != "cpu":
+        bm, bn, bk = min(bm, 32), min(bn, 32), min(bk, 8)  # the broadcast product lives in registers
+    precision = triton_input_precision() if a.dtype is D.float32 or BACKEND == "cpu" else "ieee"
+    is_int = acc.is_integral
+    upcast = BACKEND == "cpu" and use_dot and a.dtype is D.bfloat16
+    tensors = [t for t in (a, b, out) if t is not None] + ([c] if use_c else [])
+    nbatch = numel(batch)
+    tiles = cdiv(m, bm) * cdiv(n, bn)
+    for start in range(0, nbatch, _MAX_GRID_Y):
+        launch(
+            _gemm_kernel, (tiles, min(nbatch - start, _MAX_GRID_Y)),
+            a, b, c if use_c else out, out, m, n, k, start,
+            bshape, a_bs, b_bs, c_bs, o_bs,
+            a_st[-2], a_st[-1], b_st[-2], b_st[-1], c_st[-2], c_st[-1], o_st[-2], o_st[-1],
+            0.0 if is_int else float(alpha), 0.0 if is_int else float(beta),
+            int(alpha) if is_int else 0, int(beta) if is_int else 0,
+            HAS_C=use_c, USE_DOT=use_dot, INT_ACC=is_int, PRECISION=precision, ACC=tl_dtype(acc),
+            UPCAST=upcast, BNDIM=len(bshape), EVEN_K=k % bk == 0, INT64=needs_int64(numel(shape), *tensors),
+            BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, **cfg,
+        )
+    return out
+
+
+# -- argument checks ------------------------------------------------------------------------------
+
+def _tensor(op: str, t: Any, arg: str, ndim: int | tuple[int, ...] | None = None) -> NBXTensor:
+    if not isinstance(t, NBXTensor):
+        raise NbxTypeError(f"{op}: {arg} must be a tensor, got {type(t).__name__}")
+    if t.dtype.is_complex or t.dtype.is_float8:
+        raise NbxTypeError(f"{op}: {arg} has dtype {t.dtype}, which NBX matrix products do not support: "
+                           "cast it to float32, float16, bfloat16, float64 or an integer type")
+    want = (ndim,) if isinstance(ndim, int) else ndim
+    if want is not None and t.ndim not in want:
+        names = {1: "a vector (1-D)", 2: "a matrix (2-D)", 3: "a 3-D tensor"}
+        raise ShapeError(f"{op}: {arg} must be {' or '.join(names[w] for w in want)}, got a {t.ndim}-D tensor "
+                         f"of shape {t.shape}")
+    return t
+
+
+def _same_dtype(op: str, *named: tuple[str, NBXTensor]) -> D.DType:
+    first_name, first = named[0]
+    for name, t in named[1:]:
+        if t.dtype is not first.dtype:
+            raise NbxTypeError(f"{op}: {first_name} and {name} must have the same dtype, got {first.dtype} and "
+                               f"{t.dtype}: cast one with .to()")
+    if first.dtype is D.bool_:
+        raise NbxTypeError(f"{op}: bool tensors are not supported (torch has no bool {op}): cast to an integer "
+                           "or float dtype")
+    return first.dtype
+
+
+def _scalars(op: str, beta: Any, alpha: Any) -> None:
+    for name, v in (("beta", beta), ("alpha", alpha)):
+        if not isinstance(v, bool | int | float):
+            raise NbxTypeError(f"{op}: {name} must be a number, got {type(v).__name__}")
+
+
+def _broadcastable(op: str, c: NBXTensor, shape: tuple[int, ...], arg: str = "self") -> None:
+    if c.ndim > len(shape) or broadcast_shapes(op, c.shape, shape) != tuple(shape):
+        raise ShapeError(f"{op}: {arg} of shape {c.shape} cannot be broadcast to the result shape {tuple(shape)}")
+
+
+def _out(op: str, out: NBXTensor | None, shape: tuple[int, ...], dtype: D.DType) -> NBXTensor | None:
+    if out is None:
+        return None
+    if not isinstance(out, NBXTensor):
+        raise NbxTypeError(f"{op}: out must be a tensor, got {type(out).__name__}")
+    if out.shape != tuple(shape):
+        raise ShapeError(f"{op}: out has shape {out.shape} but the result has shape {tuple(shape)}: pass an out "
+                         "of the result's shape")
+    if out.dtype is not dtype:
+        raise NbxTypeError(f"{op}: out has dtype {out.dtype} but the result is {dtype}")
+    return out
+
+
+def _result_dtype(op: str, dtype: D.DType, out_dtype: Any) -> D.DType:
+    if out_dtype is None:
+        return dtype
+    want = D.as_dtype(out_dtype)
+    if want is not dtype and not (want is D.float32 and dtype in (D.float16, D.bfloat16)):
+        raise NbxTypeError(f"{op}: out_dtype must be the input dtype or, for float16/bfloat16 inputs, float32; "
+                           f"got {want} for {dtype} inputs")
+    return want
+
+
+def _mul_shapes(op: str, a: tuple[int, ...], b: tuple[int, ...], ka: int, kb: int) -> None:
+    if ka != kb:
+        raise ShapeError(f"{op}: shapes {a} and {b} cannot be multiplied ({ka} != {kb} along the contracted dim)")
+
+
+# -- the ATen ops ---------------------------------------------------------------------------------
+
+def mm(self: NBXTensor, mat2: NBXTensor, out_dtype: Any = None, *, out: NBXTensor | None = None) -> NBXTensor:
+    """aten::mm (and .out, .dtype): ``self @ mat2`` for two matrices."""
+    op = "aten::mm"
+    _tensor(op, self, "self", 2)
+    _tensor(op, mat2, "mat2", 2)
+    dtype = _result_dtype(op, _same_dtype(op, ("self", self), ("mat2", mat2)), out_dtype)
+    _mul_shapes(op, self.shape, mat2.shape, self.shape[1], mat2.shape[0])
+    shape = (self.shape[0], mat2.shape[1])
+    return gemm(op, self, mat2, out=_out(op, out, shape, dtype), out_dtype=dtype)
+
+
+def bmm(self: NBXTensor, mat2: NBXTensor, out_dtype: Any = None, *, out: NBXTensor | None = None) -> NBXTensor:
+    """aten::bmm (and .out, .dtype): batched ``self @ mat2`` for (B, M, K) and (B, K, N)."""
+    op = "aten::bmm"
+    _tensor(op, self, "self", 3)
+    _tensor(op, mat2, "mat2", 3)
+    dtype = _result_dtype(op, _same_dtype(op, ("self", self), ("mat2", mat2)), out_dtype)
+    if self.shape[0] != mat2.shape[0]:
+        raise ShapeError(f"{op}: self and mat2 must have the same number of batches, got {self.shape[0]} and "
+                         f"{mat2.shape[0]} (bmm does not broadcast: use matmul)")
+    _mul_shapes(op, self.shape, mat2.shape, self.shape[2], mat2.shape[1])
+    shape = (self.shape[0], self.shape[1], mat2.shape[2])
+    return gemm(op, self, mat2, out=_out(op, out, shape, dtype), out_dtype=dtype)
+
+
+def addmm(self: NBXTensor, mat1: NBXTensor, mat2: NBXTensor, out_dtype: Any = None, *, beta: Any = 1,
+          alpha: Any = 1, out: NBXTensor | None = None) -> NBXTensor:
+    """aten::addmm: ``beta * self + alpha * (mat1 @ mat2)``; ``self`` broadcasts to (M, N)."""
+    op = "aten::addmm"
+    _tensor(op, self, "self")
+    _tensor(op, mat1, "mat1", 2)
+    _tensor(op, mat2, "mat2", 2)
+    dtype = _same_dtype(op, ("mat1", mat1), ("mat2", mat2))
+    if out_dtype is None:
+        _same_dtype(op, ("self", self), ("mat1", mat1))
+    dtype = _result_dtype(op, dtype, out_dtype)
+    _scalars(op, beta, alpha)
+    _mul_shapes(op, mat1.shape, mat2.shape, mat1.shape[1], mat2.shape[0])
+    shape = (mat1.shape[0], mat2.shape[1])
+    _broadcastable(op, self, shape)
+    return gemm(op, mat1, mat2, self, alpha=alpha, beta=beta, out=_out(op, out, shape, dtype), out_dtype=dtype)
+
+
+def baddbmm(self: NBXTensor, batch1: NBXTensor, batch2: NBXTensor, out_dtype: Any = None, *, beta: Any = 1,
+            alpha: Any = 1, out: NBXTensor | None = None) -> NBXTensor:
+    """aten::baddbmm: ``beta * self + alpha * bmm(batch1, batch2)``; ``self`` broadcasts to (B, M, N)."""
+    op = "aten::baddbmm"
+    _tensor(op, self, "self")
+    _tensor(op, batch1, "batch1", 3)
+    _tensor(op, batch2, "batch2", 3)
+    dtype = _same_dtype(op, ("batch1", batch1), ("batch2", batch2))
+    if out_dtype is None:
+        _same_dtype(op, ("self", self), ("batch1", batch1))
+    dtype = _result_dtype(op, dtype, out_dtype)
+    _scalars(op, beta, alpha)
+    if batch1.shape[0] != batch2.shape[0]:
+        raise ShapeError(f"{op}: batch1 and batch2 must have the same number of batches, got {batch1.shape[0]} "
+                         f"and {batch2.shape[0]}")
+    _mul_shapes(op, batch1.shape, batch2.shape, batch1.shape[2], batch2.shape[1])
+    shape = (batch1.shape[0], batch1.shape[1], batch2.shape[2])
+    _broadcastable(op, self, shape)
+    return gemm(op, batch1, batch2, self, alpha=alpha, beta=beta, out=_out(op, out, shape, dtype),
+                out_dtype=dtype)
+
+
+def mv(self: NBXTensor, vec: NBXTensor, *, out: NBXTensor | None = None) -> NBXTensor:
+    """aten::mv: matrix (M, K) times vector (K,) → (M,)."""
+    op = "aten::mv"
+    _tensor(op, self, "self", 2)
+    _tensor(op, vec, "vec", 1)
+    dtype = _same_dtype(op, ("self", self), ("vec", vec))
+    _mul_shapes(op, self.shape, vec.shape, self.shape[1], vec.shape[0])
+    res = _out(op, out, (self.shape[0],), dtype)
+    return _mv(op, self, vec, None, 1, 0, res, dtype)
+
+
+def _mv(op: str, mat: NBXTensor, vec: NBXTensor, c: NBXTensor | None, alpha: Any, beta: Any,
+        out: NBXTensor | None, dtype: D.DType) -> NBXTensor:
+    m = mat.shape[0]
+    col = _strided(vec, (vec.shape[0], 1), (vec.stride()[0], 1))
+    c2 = _strided(c, (*c.shape, 1), (*c.stride(), 0)) if c is not None else None
+    if out is None:
+        out = empty_tensor((m,), dtype, mat.device)
+    gemm(op, mat, col, c2, alpha=alpha, beta=beta, out=_strided(out, (m, 1), (out.stride()[0], 1)))
+    return out
+
+
+def addmv(self: NBXTensor, mat: NBXTensor, vec: NBXTensor, *, beta: Any = 1, alpha: Any = 1,
+          out: NBXTensor | None = None) -> NBXTensor:
+    """aten::addmv: ``beta * self + alpha * (mat @ vec)``; ``self`` broadcasts to (M,)."""
+    op = "aten::addmv"
+    _tensor(op, self, "self")
+    _tensor(op, mat, "mat", 2)
+    _tensor(op, vec, "vec", 1)
+    dtype = _same_dtype(op, ("self", self), ("mat", mat), ("vec", vec))
+    _scalars(op, beta, alpha)
+    _mul_shapes(op, mat.shape, vec.shape, mat.shape[1], vec.shape[0])
+    _broadcastable(op, self, (mat.shape[0],))
+    c = _strided(self, (mat.shape[0],), broadcast_strides(self.shape, self.stride(), (mat.shape[0],)))
+    return _mv(op, mat, vec, c, alpha, beta, _out(op, out, (mat.shape[0],), dtype), dtype)
+
+
+def dot(self: NBXTensor, tensor: NBXTensor, *, out: NBXTensor | None = None) -> NBXTensor:
+    """aten::dot: the inner product of two vectors of one dtype, as a 0-dim tensor."""
+    op = "aten::dot"
+    _tensor(op, self, "self", 1)
+    _tensor(op, tensor, "tensor", 1)
+    dtype = _same_dtype(op, ("self", self), ("tensor", tensor))
+    if self.shape != tensor.shape:
+        raise ShapeError(f"{op}: inconsistent tensor size: self has {self.shape[0]} elements and tensor has "
+                         f"{tensor.shape[0]}")
+    res = _out(op, out, (), dtype)
+    if res is None:
+        res = empty_tensor((), dtype, self.device)
+    k = self.shape[0]
+    gemm(op, _strided(self, (1, k), (1, self.stride()[0])), _strided(tensor, (k, 1), (tensor.stride()[0], 1)),
+         out=_strided(res, (1, 1), (1, 1)))
+    return res
+
+
+def addr(self: NBXTensor, vec1: NBXTensor, vec2: NBXTensor, *, beta: Any = 1, alpha: Any = 1,
+         out: NBXTensor | None = None) -> NBXTensor:
+    """aten::addr: ``beta * self + alpha * outer(vec1, vec2)``, with torch's type promotion.
+
+    bool tensors compute ``(beta and self) or (alpha and outer)``.
+    """
+    op = "aten::addr"
+    _tensor(op, self, "self")
+    _tensor(op, vec1, "vec1", 1)
+    _tensor(op, vec2, "vec2", 1)
+    dtype = D.promote_types(self.dtype, vec1.dtype, vec2.dtype)
+    _scalars(op, beta, alpha)
+    if dtype.is_integral:
+        for name, v in (("beta", beta), ("alpha", alpha)):
+            if isinstance(v, float):
+                raise NbxTypeError(f"{op}: for integral input tensors, {name} must not be a floating point number")
+    if dtype is D.bool_:
+        beta, alpha = bool(beta), bool(alpha)
+    shape = (vec1.shape[0], vec2.shape[0])
+    _broadcastable(op, self, shape)
+    return gemm(op, _strided(vec1, (shape[0], 1), (vec1.stride()[0], 1)),
+                _strided(vec2, (1, shape[1]), (1, vec2.stride()[0])), self, alpha=alpha, beta=beta,
+                out=_out(op, out, shape, dtype), out_dtype=dtype)
+
+
+def _fold_batch(a: NBXTensor) -> NBXTensor | None:
+    """``a`` (*batch, M, K) viewed as (batch*M, K) when its strides allow, else None."""
+    folded = (numel(a.shape[:-1]), a.shape[-1])
+    st = view_strides(a.shape, a.stride(), folded)
+    return None if st is None else _strided(a, folded, st)
+
+
+def product(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *,
+            out: NBXTensor | None = None) -> NBXTensor:
+    """torch.matmul's rules, plus ``c`` (broadcast to the result) added: the core of matmul and linear.
+
+    1-D ``a`` gains a leading 1 and 1-D ``b`` a trailing 1, removed from the result; batch dims
+    broadcast; a stack of matrices times one matrix folds into a single GEMM when strides allow.
+    """
+    if a.ndim == 0 or b.ndim == 0:
+        raise ShapeError(f"{op}: both arguments need at least 1 dim, got {a.ndim}-D and {b.ndim}-D")
+    dtype = _same_dtype(op, ("self", a), ("other", b))
+    a2 = _strided(a, (1, a.shape[0]), (0, a.stride()[0])) if a.ndim == 1 else a
+    b2 = _strided(b, (b.shape[0], 1), (b.stride()[0], 0)) if b.ndim == 1 else b
+    _mul_shapes(op, a.shape, b.shape, a2.shape[-1], b2.shape[-2])
+    batch = broadcast_shapes(op, a2.shape[:-2], b2.shape[:-2])
+    m, n = a2.shape[-2], b2.shape[-1]
+    full = (*batch, m, n)
+    final = (*batch, *((m,) if a.ndim > 1 else ()), *((n,) if b.ndim > 1 else ()))
+    if c is not None:
+        _broadcastable(op, c, final, "bias")
+    res = _out(op, out, final, dtype)
+    if res is None:
+        res = empty_tensor(final, dtype, a.device)
+
+    def as_full(t: NBXTensor) -> NBXTensor:
+        st = list(broadcast_strides(t.shape, t.stride(), final))
+        if a.ndim == 1:
+            st.insert(len(batch), 0)
+        if b.ndim == 1:
+            st.append(0)
+        return _strided(t, full, tuple(st))
+
+    res_full, c_full = as_full(res), (as_full(c) if c is not None else None)
+    folded = _fold_batch(a2) if b2.ndim == 2 and a2.ndim > 2 else None
+    if folded is not None:
+        rows = folded.shape[0]
+        o_st = view_strides(full, res_full.stride(), (rows, n))
+        c_st = view_strides(full, c_full.stride(), (rows, n)) if c_full is not None else ()
+        if o_st is not None and c_st is not None:
+            gemm(op, folded, b2, _strided(c_full, (rows, n), c_st) if c_full is not None else None, beta=1,
+                 out=_strided(res_full, (rows, n), o_st))
+            return res
+    gemm(op, a2, b2, c_full, beta=1, out=res_full)
+    return res
+
+
+def matmul(self: NBXTensor, other: NBXTensor, *, out: NBXTensor | None = None) -> NBXTensor:
+    """aten::matmul: torch.matmul's rules (1-D operands, broadcast batch dims)."""
+    op = "aten::matmul"
+    _tensor(op, self, "self")
+    _tensor(op, other, "other")
+    return product(op, self, other, out=out)
+
+
+def linear(input: NBXTensor, weight: NBXTensor, bias: NBXTensor | None = None, *,
+           out: NBXTensor | None = None) -> NBXTensor:
+    """aten::linear: ``input @ weight.T + bias``; weight is (N, K) or (K,)."""
+    op = "aten::linear"
+    _tensor(op, input, "input")
+    _tensor(op, weight, "weight", (1, 2))
+    if bias is not None:
+        _tensor(op, bias, "bias")
+        _same_dtype(op, ("input", input), ("bias", bias))
+    _same_dtype(op, ("input", input), ("weight", weight))
+    if weight.ndim == 1 and bias is not None and input.ndim == 2:
+        raise ShapeError(f"{op}: a 1-D weight with a bias needs an input of other than 2 dims (torch takes the "
+                         "addmm path there, which needs a matrix): pass weight as (1, K)")
+    w = weight if weight.ndim == 1 else _strided(weight, weight.shape[::-1], weight.stride()[::-1])
+    if input.ndim == 0:
+        raise ShapeError(f"{op}: input must have at least 1 dim, got a 0-dim tensor")
+    if input.shape[-1] != w.shape[0]:
+        raise ShapeError(f"{op}: input of shape {input.shape} and weight of shape {weight.shape} do not fit: "
+                         f"input's last dim ({input.shape[-1]}) must equal weight's last dim ({weight.shape[-1]})")
+    return product(op, input, w, bias, out=out)
+
+
+# -- tuning ---------------------------------------------------------------------------------------
+
+def tune(m: int, n: int, k: int, dtype: Any = "bfloat16", reps: int = 20) -> dict[str, int]:
+    """Time the candidate tile configurations for an (M, K) @ (K, N) GEMM on this GPU and persist the best.
+
+    The choice is stored in the user cache (see :mod:`nbx_linalg.configs`) for the shape's bucket
+    and used by every later process. Needs the cuda backend.
+    """
+    if BACKEND != "cuda":
+        raise NbxValueError(f"tune: needs the cuda backend (a GPU), this process runs on {BACKEND!r}")
+    from nbx_core.memory.cuda import synchronize
+
+    dt = D.as_dtype(dtype)
+    dev = default_device()
+    a, b, out = (empty_tensor(s, dt, dev, zero=True) for s in ((m, k), (k, n), (m, n)))
+    best, best_t = None, float("inf")
+    for cfg in configs.CANDIDATES:
+        try:
+            gemm("tune", a, b, out=out, config=cfg)
+            synchronize()
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                gemm("tune", a, b, out=out, config=cfg)
+            synchronize()
+            t = (time.perf_counter() - t0) / reps
+        except Exception:  # a configuration that does not fit this GPU (shared memory) is skipped
+            continue
+        if t < best_t:
+            best, best_t = cfg, t
+    if best is None:
+        raise NbxValueError(f"tune: no candidate configuration compiled for {m}x{n}x{k} {dt}")
+    configs.remember(dt.name, m, n, k, best)
+    return dict(best)

@@ -1,0 +1,15 @@
+"""Registers nbx-linalg's kernels under their ATen names (no Triton imported here)."""
+
+from __future__ import annotations
+
+from nbx_core import hookimpl
+
+_MATMUL = ["mm", "bmm", "addmm", "baddbmm", "matmul", "linear", "mv", "addmv", "dot", "addr"]
+
+
+@hookimpl
+def nbx_register_kernels(registry) -> None:
+    registry.register_module("nbx_linalg.matmul", [f"aten::{n}" for n in _MATMUL])
+    registry.register_module("nbx_linalg.einsum", ["aten::einsum"])
+    registry.register_module("nbx_linalg.distance", ["aten::_cdist_forward", "aten::_pdist_forward"])
+    registry.register_module("nbx_linalg.lstm", ["aten::lstm"])

@@ -1,0 +1,266 @@
+"""Conformance of nbx-linalg's matrix products against torch CPU."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from nbx_core.errors import NbxError
+from nbx_core.testing import assert_close, check_op, check_raises, layouts, make, numeric, run_op
+
+FLOATS = ["float32", "float16", "bfloat16", "float64"]
+INTS = ["int64", "int32", "int16", "int8", "uint8"]
+
+
+def _layouts(t: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
+    return [*layouts(t), ("t-of-t", t.t().contiguous().t()) if t.ndim == 2 else ("neg-offset", t[..., :])]
+
+
+@pytest.mark.parametrize("dtype", FLOATS + INTS)
+def test_mm_dtypes_and_layouts(dtype):
+    a, b = make((5, 9), dtype), make((9, 7), dtype, seed=1)
+    for (_, x), (_, y) in zip(_layouts(a), reversed(_layouts(b)), strict=True):
+        check_op("aten::mm", x, y)
+
+
+def test_mm_transposed_operands_and_blocks():
+    # Past one interpreter tile (128) in every dim, with both operands transposed.
+    a, b = make((130, 40)), make((40, 140), seed=1)
+    check_op("aten::mm", a.t().contiguous().t(), b.t().contiguous().t())
+    check_op("aten::mm", a, b)
+
+
+def test_mm_zero_sizes_and_out():
+    check_op("aten::mm", make((3, 0)), make((0, 4), seed=1))  # K=0: zeros
+    check_op("aten::mm", make((0, 5)), make((5, 4), seed=1))
+    check_op("aten::mm", make((3, 5)), make((5, 0), seed=1))
+    check_op("aten::mm.out", make((3, 5)), make((5, 4), seed=1), out=torch.empty(3, 4))
+    # out with strides: written in place, transposed.
+    out = torch.empty(4, 3).t()
+    check_op("aten::mm.out", make((3, 5)), make((5, 4), seed=1), out=out)
+
+
+def test_mm_nan_and_inf_propagate():
+    a = make((4, 5))
+    a[1, 2] = float("nan")
+    a[2, 0] = float("inf")
+    check_op("aten::mm", a, make((5, 3), seed=1))
+
+
+def test_mm_out_dtype_float32_for_half_inputs():
+    a, b = make((5, 9), "bfloat16"), make((9, 7), "bfloat16", seed=1)
+    got = run_op("aten::mm.dtype", a, b, torch.float32)
+    assert_close(got, a.float() @ b.float(), rtol=1e-5, atol=1e-5)
+    with pytest.raises(NbxError, match="out_dtype"):
+        run_op("aten::mm.dtype", make((2, 2)), make((2, 2)), torch.float16)
+
+
+def test_float32_is_ieee_by_default_and_tf32_is_opt_in():
+    import nbx_linalg
+
+    assert nbx_linalg.get_float32_matmul_precision() == "highest"
+    # Values whose products need more than TF32's 10 mantissa bits.
+    a = torch.full((16, 16), 1 + 2**-20, dtype=torch.float32)
+    got = check_op("aten::mm", a, a)
+    if numeric():
+        assert got.numpy()[0, 0] == pytest.approx(16 * (1 + 2**-20) ** 2, rel=1e-7)
+    nbx_linalg.set_float32_matmul_precision("high")
+    try:
+        assert nbx_linalg.get_float32_matmul_precision() == "high"
+        run_op("aten::mm", a, a)  # compiles and runs the TF32 variant
+    finally:
+        nbx_linalg.set_float32_matmul_precision("highest")
+    with pytest.raises(NbxError, match="precision"):
+        nbx_linalg.set_float32_matmul_precision("fast")
+
+
+@pytest.mark.parametrize("dtype", FLOATS + ["int32"])
+def test_bmm(dtype):
+    a, b = make((3, 5, 9), dtype), make((3, 9, 7), dtype, seed=1)
+    check_op("aten::bmm", a, b)
+    check_op("aten::bmm", a.transpose(1, 2).contiguous().transpose(1, 2), b.permute(2, 0, 1).contiguous().permute(
+        1, 2, 0))
+    check_op("aten::bmm", make((1, 5, 9), dtype).expand(3, 5, 9), b)  # stride-0 batch
+    check_op("aten::bmm", make((0, 5, 9), dtype), make((0, 9, 7), dtype))
+    check_op("aten::bmm.out", a, b, out=torch.empty(3, 5, 7, dtype=a.dtype))
+
+
+@pytest.mark.parametrize("dtype", FLOATS + ["int64"])
+def test_addmm(dtype):
+    a, b = make((5, 9), dtype, seed=1), make((9, 7), dtype, seed=2)
+    for shape in [(5, 7), (7,), (1, 7), (5, 1), ()]:
+        for _, c in layouts(make(shape, dtype)):
+            check_op("aten::addmm", c, a, b)
+    if dtype in FLOATS:
+        check_op("aten::addmm", make((5, 7), dtype), a, b, beta=0.5, alpha=-2.0)
+    else:
+        check_op("aten::addmm", make((5, 7), dtype), a, b, beta=3, alpha=-2)
+        check_op("aten::addmm", make((5, 7), dtype), a, b, beta=1.5, alpha=2.5)  # truncated, as torch
+    check_op("aten::addmm.out", make((7,), dtype), a, b, out=torch.empty(5, 7, dtype=a.dtype))
+
+
+def test_addmm_beta_zero_ignores_nan_and_alpha_zero_ignores_product():
+    c = torch.full((5, 7), float("nan"))
+    a, b = make((5, 9)), make((9, 7), seed=1)
+    got = check_op("aten::addmm", c, a, b, beta=0)
+    if numeric():
+        assert not np.isnan(got.numpy()).any()
+    a_nan = a.clone()
+    a_nan[0, 0] = float("nan")
+    check_op("aten::addmm", make((5, 7)), a_nan, b, alpha=0)
+    check_op("aten::addmm", make((5, 7)), make((5, 0)), make((0, 7)), beta=2.0)  # K=0: beta * self
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int32"])
+def test_baddbmm(dtype):
+    a, b = make((3, 5, 9), dtype, seed=1), make((3, 9, 7), dtype, seed=2)
+    for shape in [(3, 5, 7), (7,), (1, 5, 7), (3, 1, 1)]:
+        check_op("aten::baddbmm", make(shape, dtype), a, b)
+    beta, alpha = (0.5, 2.0) if dtype != "int32" else (2, 3)
+    check_op("aten::baddbmm", make((3, 5, 7), dtype), a, b, beta=beta, alpha=alpha)
+    check_op("aten::baddbmm", torch.full((3, 5, 7), float("nan")).to(a.dtype) if dtype != "int32"
+             else make((3, 5, 7), dtype), a, b, beta=0)
+    check_op("aten::baddbmm.out", make((3, 5, 7), dtype), a, b, out=torch.empty(3, 5, 7, dtype=a.dtype))
+
+
+MATMUL_SHAPES = [
+    ((9,), (9,)), ((5, 9), (9,)), ((9,), (9, 7)), ((5, 9), (9, 7)), ((2, 5, 9), (9,)), ((9,), (2, 9, 7)),
+    ((2, 5, 9), (9, 7)), ((5, 9), (2, 9, 7)), ((2, 1, 5, 9), (3, 9, 7)), ((2, 3, 5, 9), (2, 3, 9, 7)),
+    ((1, 5, 9), (4, 9, 7)), ((0, 5, 9), (9, 7)), ((5, 0), (0, 7)), ((2, 5, 0), (0,)),
+]
+
+
+@pytest.mark.parametrize(("sa", "sb"), MATMUL_SHAPES)
+def test_matmul_rules(sa, sb):
+    check_op("aten::matmul", make(sa), make(sb, seed=1))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float64", "int32"])
+def test_matmul_dtypes_and_strides(dtype):
+    a = make((2, 9, 5), dtype).transpose(-1, -2)  # non-foldable batch of transposed matrices
+    check_op("aten::matmul", a, make((9, 7), dtype, seed=1))
+    check_op("aten::matmul", make((4, 2, 5, 9), dtype).transpose(0, 1), make((9, 7), dtype, seed=1))
+    check_op("aten::matmul.out", make((2, 5, 9), dtype), make((9,), dtype, seed=1),
+             out=torch.empty(2, 5, dtype=a.dtype))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_linear(dtype):
+    w = make((7, 9), dtype, seed=1)
+    bias = make((7,), dtype, seed=2)
+    for shape in [(9,), (5, 9), (2, 5, 9), (2, 3, 1, 9), (0, 9)]:
+        x = make(shape, dtype)
+        check_op("aten::linear", x, w)
+        check_op("aten::linear", x, w, bias)
+    check_op("aten::linear", make((5, 9), dtype), w.t().contiguous().t(), make((5, 7), dtype))  # 2-D bias
+    check_op("aten::linear", make((2, 5, 9), dtype).transpose(0, 1), w, make((), dtype))
+    check_op("aten::linear", make((5, 9), dtype), make((9,), dtype, seed=1))  # 1-D weight
+    check_op("aten::linear", make((2, 5, 9), dtype), make((9,), dtype, seed=1), make((), dtype))
+    check_raises("aten::linear", make((5, 9), dtype), make((9,), dtype), make((), dtype), match="1-D weight")
+    check_op("aten::linear.out", make((5, 9), dtype), w, bias, out=torch.empty(5, 7, dtype=w.dtype))
+
+
+@pytest.mark.parametrize("dtype", FLOATS + ["int32"])
+def test_mv_and_addmv(dtype):
+    m, v = make((5, 9), dtype), make((9,), dtype, seed=1)
+    for (_, x), (_, y) in zip(layouts(m), [*layouts(v), ("again", v)], strict=True):
+        check_op("aten::mv", x, y)
+        check_op("aten::addmv", make((5,), dtype, seed=2), x, y)
+    check_op("aten::addmv", make((1,), dtype), m, v)
+    if dtype != "int32":
+        check_op("aten::addmv", make((5,), dtype), m, v, beta=0.25, alpha=3.0)
+        check_op("aten::addmv", torch.full((5,), float("inf")).to(m.dtype), m, v, beta=0)
+    check_op("aten::mv", make((0, 9), dtype), v)
+    check_op("aten::addmv", make((5,), dtype), make((5, 0), dtype), make((0,), dtype), beta=2)
+    check_op("aten::mv.out", m, v, out=torch.empty(5, dtype=m.dtype))
+    check_op("aten::addmv.out", make((5,), dtype), m, v, out=torch.empty(5, dtype=m.dtype))
+
+
+@pytest.mark.parametrize("dtype", FLOATS + ["int64", "int8"])
+def test_dot(dtype):
+    a, b = make((9,), dtype), make((9,), dtype, seed=1)
+    for (_, x), (_, y) in zip(layouts(a), layouts(b), strict=True):
+        check_op("aten::dot", x, y)
+    check_op("aten::dot", make((0,), dtype), make((0,), dtype))
+    check_op("aten::dot", make((300,), dtype), make((300,), dtype, seed=1))  # several K blocks
+    check_op("aten::dot.out", a, b, out=torch.empty((), dtype=a.dtype))
+
+
+@pytest.mark.parametrize("dtype", FLOATS + ["int32", "bool"])
+def test_addr(dtype):
+    c, v1, v2 = make((5, 7), dtype), make((5,), dtype, seed=1), make((7,), dtype, seed=2)
+    check_op("aten::addr", c, v1, v2)
+    check_op("aten::addr", make((7,), dtype), v1[::1], make((14,), dtype)[::2])
+    if dtype in FLOATS:
+        check_op("aten::addr", c, v1, v2, beta=0.5, alpha=-1.5)
+        check_op("aten::addr", torch.full((5, 7), float("nan")).to(c.dtype), v1, v2, beta=0)
+    elif dtype == "bool":
+        check_op("aten::addr", c, v1, v2, beta=False)
+        check_op("aten::addr", c, v1, v2, alpha=False)
+    else:
+        check_op("aten::addr", c, v1, v2, beta=2, alpha=-3)
+    check_op("aten::addr.out", c, v1, v2, out=torch.empty(5, 7, dtype=c.dtype))
+
+
+def test_addr_promotes_like_torch():
+    check_op("aten::addr", make((5, 7), "int32"), make((5,), "int64"), make((7,), "int64"))
+    check_op("aten::addr", make((5, 7)), make((5,), "int64"), make((7,), "int64"))
+
+
+def test_bad_inputs_raise_before_launch():
+    f, d = make((3, 4)), make((4, 5), "float64")
+    check_raises("aten::mm", f, d, match="same dtype")
+    check_raises("aten::mm", f, make((5, 6)), match="cannot be multiplied")
+    check_raises("aten::mm", make((3,)), make((3, 4)), match="matrix")
+    check_raises("aten::mm", make((2, 2), "bool"), make((2, 2), "bool"), match="bool")
+    check_raises("aten::bmm", make((2, 3, 4)), make((3, 4, 5)), match="same number of batches")
+    check_raises("aten::bmm", make((3, 4)), make((4, 5)), match="3-D")
+    check_raises("aten::addmm", make((3, 5), "float64"), f, make((4, 5)), match="same dtype")
+    check_raises("aten::addmm", make((2, 5)), f, make((4, 5)), match="broadcast")
+    check_raises("aten::baddbmm", make((3, 3, 5)), make((2, 3, 4)), make((2, 4, 5)), match="broadcast")
+    check_raises("aten::matmul", make(()), make((3,)), match="at least 1 dim")
+    check_raises("aten::matmul", make((2, 3, 4)), make((3, 4, 5)), match="cannot be multiplied|broadcast")
+    check_raises("aten::matmul", make((2, 2, 3)), make((3, 3, 4)), match="do not broadcast")
+    check_raises("aten::linear", make((5, 9)), make((7, 8)), match="do not fit")
+    check_raises("aten::linear", make((5, 9)), make((7, 9)), make((6,)), match="broadcast")
+    check_raises("aten::linear", make((5, 9)), make((7, 9), "float16"), match="same dtype")
+    check_raises("aten::mv", make((5, 9)), make((8,)), match="cannot be multiplied")
+    check_raises("aten::addmv", make((4,)), make((5, 9)), make((9,)), match="broadcast")
+    check_raises("aten::dot", make((3,)), make((4,)), match="inconsistent")
+    check_raises("aten::dot", make((3,)), make((3,), "float64"), match="same dtype")
+    check_raises("aten::dot", make(()), make(()), match="vector")
+    check_raises("aten::addr", make((5, 7), "int32"), make((5,), "int32"), make((7,), "int32"), alpha=1.5,
+                 match="floating point")
+    check_raises("aten::addr", make((4, 7)), make((5,)), make((7,)), match="broadcast")
+
+
+def test_out_of_wrong_shape_and_mixed_devices():
+    with pytest.raises(NbxError, match="out has shape"):
+        run_op("aten::mm.out", make((3, 5)), make((5, 4)), out=torch.empty(4, 3))
+    with pytest.raises(NbxError, match="out has dtype"):
+        run_op("aten::mm.out", make((3, 5)), make((5, 4)), out=torch.empty(3, 4, dtype=torch.float64))
+    from nbx_core.memory import cuda
+    from nbx_core.registry import get_registry
+    from nbx_core.testing import from_torch
+
+    if cuda.device_count() == 0:
+        from nbx_core.device import Device
+        from nbx_core.tensor import NBXTensor
+
+        class _FakeCuda:  # a storage that claims a GPU: the device check must refuse it first
+            device, ptr, nbytes = Device("cuda", 0), 0, 1 << 20
+
+        a = from_torch(make((3, 5)))
+        fake = NBXTensor(_FakeCuda(), (5, 4), (4, 1), 0, a.dtype)
+        with pytest.raises(NbxError, match="device"):
+            get_registry().call("aten::mm", a, fake)
+
+
+@pytest.mark.skipif(numeric(), reason="aot only: compiles the GPU tile configurations of the issue's shapes")
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16", "float32", "float64", "int32"])
+def test_gpu_configurations_compile(dtype):
+    for m, n, k in [(4096, 4096, 4096), (16, 4096, 4096), (4096, 3072, 768), (300, 200, 100)]:
+        run_op("aten::mm", make((m, k), dtype), make((k, n), dtype))
+    run_op("aten::linear", make((8, 512, 768), dtype), make((3072, 768), dtype), make((3072,), dtype))
+    run_op("aten::bmm", make((48, 512, 64), dtype), make((48, 64, 512), dtype))
