@@ -130,6 +130,17 @@ def _spec(value: Any) -> Any:
     return (t, id(value)) if callable(value) else (t, value)
 
 
+def _aot_spec(value: Any) -> Any:
+    t = type(value)
+    if t is NBXTensor:
+        return value.dtype
+    if t is int:
+        return -2147483648 <= value <= 2147483647
+    if t is tuple:
+        return tuple(map(_aot_spec, value))
+    return _spec(value)
+
+
 class _CudaLauncher:
     """Per-kernel cache of compiled variants: one pass over the arguments builds the cache key and
     the raw launch arguments (tensors become device pointers), then the compiled kernel runs."""
@@ -225,7 +236,9 @@ def launch(kernel: Any, grid: Sequence[int], *args: Any, **kwargs: Any) -> None:
         kernel[grid](*_interp_args(args), **kwargs)
     else:
         _check_args(args, kwargs)
-        key = (id(kernel), tuple(map(_spec, args)), tuple(kwargs.items()))
+        # One compile per kernel, argument types and constexprs: integer specialisations (== 1,
+        # divisible by 16) multiply the variants without changing what is proven to compile.
+        key = (id(kernel), tuple(map(_aot_spec, args)), tuple(kwargs.items()))
         if key not in compiled_variants:
             kernel.warmup(*args, grid=grid, **kwargs)
             compiled_variants.add(key)
