@@ -35,6 +35,7 @@ from ..tensor import NBXTensor
 
 __all__ = [
     "TOLERANCES", "assert_close", "check_op", "check_raises", "from_torch", "layouts", "make", "numeric",
+    "on_other_device",
     "run_op", "to_torch", "torch_dtype", "untested_names",
 ]
 
@@ -105,6 +106,28 @@ def _to_device_same_layout(t: NBXTensor, device: Any) -> NBXTensor:
     storage = allocate(t.storage.nbytes, dev)
     storage.copy_from_host(0, t.storage.ptr, t.storage.nbytes)
     return NBXTensor(storage, t.shape, t.stride(), t.storage_offset(), t.dtype)
+
+
+class _StandInDeviceStorage:
+    """Claims to live on cuda:0 and holds nothing: for device checks, which run before any launch."""
+
+    def __init__(self, nbytes: int) -> None:
+        from ..device import Device
+
+        self.device = Device("cuda", 0)
+        self.ptr = 0
+        self.nbytes = nbytes
+
+
+def on_other_device(t: NBXTensor) -> NBXTensor:
+    """``t`` on a device the backend's kernels do not use, to test mixed-device errors anywhere.
+
+    On the cuda backend that is a real host copy; elsewhere a stand-in cuda:0 tensor whose memory
+    must never be read (an op has to refuse it before launching).
+    """
+    if kernel_device_type() == "cuda":
+        return t.to("cpu")
+    return NBXTensor(_StandInDeviceStorage(t.storage.nbytes), t.shape, t.stride(), t.storage_offset(), t.dtype)
 
 
 def make(shape: Iterable[int], dtype: Any = "float32", *, low: float | None = None, high: float | None = None,

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from nbx_core import NBXTensor
+from nbx_core.backend import kernel_device_type
 from nbx_core.graph import load
 from nbx_core.graph.export import export_module
 from nbx_core.registry import get_registry
@@ -46,7 +47,7 @@ def test_model_matches_torch(model, kind, tmp_path):
     registry = _registry(kind, case.plugins)
     path = export_module(case.module, case.args, tmp_path / f"{model}.nbx", case.dynamic_shapes,
                          example_kwargs=case.kwargs, registry=registry)
-    prog = load(path, registry=registry, device="cpu")
+    prog = load(path, registry=registry, device=kernel_device_type())
     for args, kwargs in case.runs:
         with torch.no_grad():
             want = case.module(*args, **kwargs)

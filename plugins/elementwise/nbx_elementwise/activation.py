@@ -13,6 +13,7 @@ import triton.language as tl
 
 from nbx_core import dtypes as D
 from nbx_core.errors import IndexOutOfRangeError, NbxTypeError, NbxValueError, ShapeError
+from nbx_core.kernels import precise as P
 from nbx_core.ops.views import narrow
 from nbx_core.pointwise import pointwise
 from nbx_core.shape import wrap_dim
@@ -44,12 +45,12 @@ def _gelu_tanh(x, sc):
 
 @triton.jit
 def _silu(x, sc):
-    return x / (1.0 + tl.exp(-x))
+    return x / (1.0 + P.exp(-x))
 
 
 @triton.jit
 def _mish(x, sc):
-    return x * M.tanh(M.log1p(tl.exp(x)))
+    return x * M.tanh(M.log1p(P.exp(x)))
 
 
 @triton.jit
@@ -85,13 +86,13 @@ def _elu(x, alpha, scale, input_scale, sc):
 
 @triton.jit
 def _softplus(x, beta, threshold, sc):
-    return tl.where(x * beta > threshold, x, M.log1p(tl.exp(x * beta)) / beta)
+    return tl.where(x * beta > threshold, x, M.log1p(P.exp(x * beta)) / beta)
 
 
 @triton.jit
 def _log_sigmoid(x, sc):
     # min(x, 0) - log1p(e^-|x|): no overflow on either side.
-    return tl.minimum(x, 0.0) - M.log1p(tl.exp(-tl.abs(x)))
+    return tl.minimum(x, 0.0) - M.log1p(P.exp(-tl.abs(x)))
 
 
 @triton.jit

@@ -16,6 +16,7 @@ import triton.language as tl
 
 from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError, NbxValueError
+from nbx_core.kernels import precise as P
 from nbx_core.pointwise import pointwise
 from nbx_core.tensor import NBXTensor
 
@@ -55,12 +56,12 @@ def _mul(x, y, sc):
 
 @triton.jit
 def _truediv(x, y, sc):
-    return x / y
+    return P.div(x, y)
 
 
 @triton.jit
 def _div_trunc_float(x, y, sc):
-    return M.trunc(x / y)
+    return M.trunc(P.div(x, y))
 
 
 @triton.jit
@@ -72,14 +73,14 @@ def _div_trunc_int(x, y, sc):
 @triton.jit
 def _div_floor_float(x, y, sc):
     # torch's div_floor_floating: through fmod, so that a == b * q + r holds as closely as possible.
-    mod = x % y
-    q = (x - mod) / y
+    mod = P.fmod(x, y)
+    q = P.div(x - mod, y)
     q = tl.where((mod != 0) & ((y < 0) != (mod < 0)), q - 1.0, q)
     f = tl.floor(q)
     f = tl.where(q - f > 0.5, f + 1.0, f)
-    zero = tl.where(M.signbit(x / y), -0.0, 0.0)
+    zero = tl.where(M.signbit(P.div(x, y)), -0.0, 0.0)
     f = tl.where(q != 0, f, zero)
-    return tl.where(y == 0, x / y, f)
+    return tl.where(y == 0, P.div(x, y), f)
 
 
 @triton.jit
@@ -91,20 +92,20 @@ def _div_floor_int(x, y, sc):
 
 @triton.jit
 def _fmod(x, y, sc):
-    # Triton's % is C's fmod / srem for both floats and integers: the dividend's sign.
-    return x % y
+    # C's fmod / srem: the dividend's sign.
+    return P.fmod(x, y)
 
 
 @triton.jit
 def _remainder(x, y, sc):
-    r = x % y
+    r = P.fmod(x, y)
     return tl.where((r != 0) & ((r < 0) != (y < 0)), r + y, r)
 
 
 @triton.jit
 def _pow_float(x, y, sc):
     a = tl.abs(x)
-    r = tl.exp2(y * tl.log2(a))
+    r = P.pow(a, y)
     y_int = tl.floor(y) == y
     y_odd = y_int & ((y - 2.0 * tl.floor(0.5 * y)) == 1.0)
     r = tl.where(M.signbit(x) & y_odd, -r, r)

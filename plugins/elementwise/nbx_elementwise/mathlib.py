@@ -9,6 +9,7 @@ import triton
 import triton.language as tl
 
 import nbx_core.launch  # noqa: F401  (configures Triton before the kernels below)
+from nbx_core.kernels import precise as P
 
 PI = tl.constexpr(3.141592653589793)
 PIO2 = tl.constexpr(1.5707963267948966)
@@ -25,10 +26,10 @@ def signbit(x):
 @triton.jit
 def expm1(x):
     """exp(x) - 1 without cancellation near 0 (Kahan: (u - 1) * x / log(u), u = exp(x))."""
-    u = tl.exp(x)
+    u = P.exp(x)
     um1 = u - 1.0
     safe = tl.where((um1 == 0) | (u == float("inf")), 1.0, um1)
-    r = um1 * x / tl.log(tl.where(safe == 1.0, 2.0, u))
+    r = um1 * x / P.log(tl.where(safe == 1.0, 2.0, u))
     r = tl.where(um1 == 0, x, r)
     r = tl.where(um1 == -1.0, -1.0, r)
     return tl.where(u == float("inf"), u, r)
@@ -39,7 +40,7 @@ def log1p(x):
     """log(1 + x) without cancellation near 0 (log(u) * x / (u - 1), u = 1 + x)."""
     u = 1.0 + x
     d = u - 1.0
-    r = tl.log(u) * x / tl.where(d == 0, 1.0, d)
+    r = P.log(u) * x / tl.where(d == 0, 1.0, d)
     r = tl.where(d == 0, x, r)
     return tl.where(u == float("inf"), u, r)
 
@@ -111,7 +112,7 @@ def asinh(x):
     """arcsinh: log1p form for moderate |x| (exact near 0), log(2|x|) where |x|^2 would overflow."""
     a = tl.abs(x)
     small = log1p(a + a * a / (1.0 + tl.sqrt(1.0 + a * a)))
-    r = tl.where(a > 1e10, tl.log(a) + LN2, small)
+    r = tl.where(a > 1e10, P.log(a) + LN2, small)
     return tl.where(x < 0, -r, r)
 
 
@@ -120,7 +121,7 @@ def acosh(x):
     """arccosh: log1p(t + sqrt(2t + t^2)) with t = x - 1; NaN below 1."""
     t = x - 1.0
     r = log1p(t + tl.sqrt(2.0 * t + t * t))
-    return tl.where(x > 1e10, tl.log(x) + LN2, r)
+    return tl.where(x > 1e10, P.log(x) + LN2, r)
 
 
 @triton.jit
@@ -137,7 +138,7 @@ def sinh(x):
     a = tl.abs(x)
     u = expm1(a)
     small = 0.5 * (u + u / (u + 1.0))
-    h = tl.exp(0.5 * a)
+    h = P.exp(0.5 * a)
     r = tl.where(a > 20.0, (0.5 * h) * h, small)
     return tl.where(x < 0, -r, r)
 
@@ -146,8 +147,8 @@ def sinh(x):
 def cosh(x):
     """cosh; e^(|x|/2) squared where e^|x| alone would overflow."""
     a = tl.abs(x)
-    e = tl.exp(a)
-    h = tl.exp(0.5 * a)
+    e = P.exp(a)
+    h = P.exp(0.5 * a)
     return tl.where(a > 20.0, (0.5 * h) * h, 0.5 * (e + 1.0 / e))
 
 
@@ -170,4 +171,4 @@ def trunc(x):
 @triton.jit
 def sigmoid(x):
     """1 / (1 + e^-x)."""
-    return 1.0 / (1.0 + tl.exp(-x))
+    return 1.0 / (1.0 + P.exp(-x))

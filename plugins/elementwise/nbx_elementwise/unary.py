@@ -14,6 +14,7 @@ import triton.language as tl
 
 from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError
+from nbx_core.kernels import precise as P
 from nbx_core.pointwise import pointwise
 from nbx_core.tensor import NBXTensor
 
@@ -35,7 +36,7 @@ def _neg(x, sc):
 
 @triton.jit
 def _exp(x, sc):
-    return tl.exp(x)
+    return P.exp(x)
 
 
 @triton.jit
@@ -50,7 +51,7 @@ def _expm1(x, sc):
 
 @triton.jit
 def _log(x, sc):
-    return tl.log(x)
+    return P.log(x)
 
 
 @triton.jit
@@ -60,7 +61,7 @@ def _log2(x, sc):
 
 @triton.jit
 def _log10(x, sc):
-    return tl.log(x) * LOG10E
+    return P.log(x) * LOG10E
 
 
 @triton.jit

@@ -173,7 +173,9 @@ def _cdist_forward(x1: NBXTensor, x2: NBXTensor, p: float, compute_mode: int | N
     if m == 0:
         return fill_(res, 0.0)
     use_mm = compute_mode == 1 or (compute_mode in (None, 0) and (rows1 > _MM_ROWS or rows2 > _MM_ROWS))
-    norm = _norm(p, use_mm)
+    # Triton 3.6 cannot compile a float64 tl.dot for sm_90: float64 takes the direct form (same values
+    # up to float64 rounding).
+    norm = _norm(p, use_mm and x1.dtype is not D.float64)
     s1 = broadcast_strides(x1.shape, x1.stride(), (*batch, rows1, m))
     s2 = broadcast_strides(x2.shape, x2.stride(), (*batch, rows2, m))
     so = res.stride()

@@ -160,7 +160,8 @@ def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alp
     o_st = out.stride()
     nb = len(batch)
     bshape, (a_bs, b_bs, c_bs, o_bs) = coalesce(batch, a_st[:nb], b_st[:nb], c_st[:nb], o_st[:nb])
-    use_dot = acc.is_floating_point and a.dtype is b.dtype and a.dtype.is_floating_point
+    # float64 multiplies with FMAs: Triton 3.6 cannot compile a float64 tl.dot for sm_90.
+    use_dot = acc.is_floating_point and a.dtype is b.dtype and a.dtype.is_floating_point and a.dtype is not D.float64
     cfg = dict(config) if config is not None else _config(a.dtype, m, n, k, use_dot)
     bm, bn, bk = cfg.pop("BLOCK_M"), cfg.pop("BLOCK_N"), cfg.pop("BLOCK_K")
     if not use_dot and BACKEND != "cpu":
