@@ -1,0 +1,62 @@
+"""``masked_scatter``: the source's elements, in row-major order, land where the mask is true.
+
+The mask's per-block counts come back to the host (see search.block_offsets) so that too short a
+source is an error before anything is written; then each element's rank among the true mask
+elements is its block's offset plus an in-block prefix sum.
+"""
+
+import triton
+import triton.language as tl
+
+from nbx_core import dtypes as D
+from nbx_core.errors import NbxTypeError, NbxValueError
+from nbx_core.kernels.indexing import block_indices, needs_int64, strided_offsets
+from nbx_core.launch import block_size, cdiv, launch
+from nbx_core.ops import views as V
+from nbx_core.shape import broadcast_shapes
+from nbx_core.tensor import NBXTensor, check_device, empty_tensor
+
+from .common import dims_or_one
+from .search import block_offsets
+
+
+@triton.jit
+def _masked_scatter_kernel(out_ptr, x_ptr, m_ptr, s_ptr, off_ptr, n, total, shape, x_strides, m_strides,
+                           s_shape, s_strides, NDIM: tl.constexpr, SDIM: tl.constexpr, BLOCK: tl.constexpr,
+                           INT64: tl.constexpr):
+    i, m = block_indices(n, BLOCK, INT64)
+    x = tl.load(x_ptr + strided_offsets(i, shape, x_strides, NDIM), mask=m)
+    take = m & (tl.load(m_ptr + strided_offsets(i, shape, m_strides, NDIM), mask=m, other=0) != 0)
+    pos = tl.load(off_ptr + tl.program_id(0)) + tl.cumsum(take.to(tl.int64), axis=0) - 1
+    take = take & (pos < total)
+    s = tl.load(s_ptr + strided_offsets(tl.where(take, pos, 0), s_shape, s_strides, SDIM), mask=take)
+    tl.store(out_ptr + i, tl.where(take, s, x), mask=m)
+
+
+def masked_scatter(self: NBXTensor, mask: NBXTensor, source: NBXTensor) -> NBXTensor:
+    """``aten::masked_scatter``: ``self`` (broadcast with ``mask``) with ``source``'s leading
+    elements written, in order, where ``mask`` is true."""
+    op = "aten::masked_scatter"
+    check_device(op, self, mask, source)
+    if mask.dtype is not D.bool_:
+        raise NbxTypeError(f"{op}: mask must be bool, got {mask.dtype}: compare it (mask != 0) first")
+    if source.dtype is not self.dtype:
+        raise NbxTypeError(f"{op}: source has dtype {source.dtype} but self has {self.dtype}: cast source")
+    shape = broadcast_shapes(op, self.shape, mask.shape)
+    out = empty_tensor(shape, self.dtype, self.device)
+    n = out.numel()
+    if n == 0:
+        return out
+    x = V.expand(self, shape)
+    mk = V.expand(mask, shape)
+    block = block_size(n)
+    full = (tuple(shape), tuple(x.stride()), tuple(mk.stride())) if shape else ((1,), (0,), (0,))
+    offsets, total, _, _ = block_offsets(mk if shape else V.reshape(mk, (1,)), block)
+    if total > source.numel():
+        raise NbxValueError(f"{op}: the mask selects {total} elements but source has only {source.numel()}: "
+                            "pass a source with at least as many elements as the mask has true values")
+    s_shape, s_st = dims_or_one(source.shape, source.stride()) if source.numel() else ((1,), (0,))
+    src = source if source.numel() else self
+    launch(_masked_scatter_kernel, (cdiv(n, block),), out, x, mk, src, offsets, n, total, *full, s_shape, s_st,
+           NDIM=len(full[0]), SDIM=len(s_shape), BLOCK=block, INT64=needs_int64(n, x, mk, source))
+    return out

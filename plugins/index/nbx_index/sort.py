@@ -1,0 +1,266 @@
+"""``sort`` and ``topk`` along one dim: packed keys, in-register chunk sorts, merge passes.
+
+Each element of a row becomes one int64 *packed key*: its value mapped to an int32 whose signed
+order is torch's order (floats: -0.0 equals 0.0, NaN is the largest; descending flips the bits),
+shifted up 32 bits, with the element's position in the low 32 bits. Keys are distinct, so sorting
+them ascending is a stable sort, and the position comes back out of the low bits.
+
+- The chunk kernel sorts ``CHUNK`` keys of a row in registers (``tl.sort``) and keeps the first
+  ``KEEP`` of them (all for sort, the top ``k`` rounded up to a power of two for topk).
+- sort: rows longer than a chunk are merged in passes of doubling run length; each key finds its
+  place by a binary search in the partner run.
+- topk: the kept candidates of all chunks are chunk-sorted again until one chunk holds them all.
+
+Values and indices are then gathered from the input by position. 64-bit dtypes (int64, float64)
+do not fit a packed key: they use a rank kernel (each element counts the elements before it in
+the order), O(n^2) per row, meant for the short rows they appear in.
+"""
+
+import triton
+import triton.language as tl
+
+from nbx_core import dtypes as D
+from nbx_core.errors import IndexOutOfRangeError, NbxTypeError, NbxValueError
+from nbx_core.kernels.copy import copy_into
+from nbx_core.launch import BACKEND, cdiv, launch, next_pow2
+from nbx_core.ops import views as V
+from nbx_core.shape import wrap_dim
+from nbx_core.tensor import NBXTensor, empty_tensor
+
+from .common import contiguous_copy
+
+_PAD = tl.constexpr(2**63 - 1)
+_LOW = tl.constexpr(0xFFFFFFFF)
+
+
+@triton.jit
+def _key32(x, DESC: tl.constexpr):
+    """Values as int32 whose signed order is torch's sort order (NaN largest, -0.0 == 0.0)."""
+    if x.dtype.is_floating():
+        f = x.to(tl.float32)
+        f = tl.where(f == 0.0, 0.0, f)
+        bits = f.to(tl.int32, bitcast=True)
+        bits = tl.where(f != f, 0x7FC00000, bits)
+        k = tl.where(bits < 0, bits ^ 0x7FFFFFFF, bits)
+    else:
+        k = x.to(tl.int32)
+    if DESC:
+        k = ~k
+    return k
+
+
+@triton.jit
+def _chunk_kernel(out_ptr, src_ptr, n, nchunks, nv, src_row, out_row, src_step,
+                  PACKED: tl.constexpr, DESC: tl.constexpr, CHUNK: tl.constexpr, KEEP: tl.constexpr,
+                  BLOCK_V: tl.constexpr):
+    # A program sorts BLOCK_V (row, chunk) pairs, one per tile row: on the interpreter, where each
+    # tl.sort costs the same whatever its size, that is one call for many chunks.
+    v = (tl.program_id(0) * BLOCK_V + tl.arange(0, BLOCK_V)).to(tl.int64)
+    row = v // nchunks
+    c = v % nchunks
+    t = tl.arange(0, CHUNK)
+    pos = c[:, None] * CHUNK + t[None, :]
+    m = (v < nv)[:, None] & (pos < n)
+    if PACKED:
+        key = tl.load(src_ptr + row[:, None] * src_row + pos, mask=m, other=_PAD)
+    else:
+        x = tl.load(src_ptr + row[:, None] * src_row + pos * src_step, mask=m)
+        key = (_key32(x, DESC).to(tl.int64) << 32) | pos
+        key = tl.where(m, key, _PAD)
+    key = tl.sort(key, 1)
+    keep = (v < nv)[:, None] & (t < KEEP)[None, :]
+    tl.store(out_ptr + row[:, None] * out_row + c[:, None] * KEEP + t[None, :], key, mask=keep)
+
+
+@triton.jit
+def _merge_kernel(dst_ptr, src_ptr, n_pad, run, steps, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    p = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    m = p < n_pad
+    key = tl.load(src_ptr + row * n_pad + p, mask=m, other=_PAD)
+    r = p // run
+    i = p % run
+    start = (r ^ 1) * run
+    length = tl.minimum(tl.maximum(n_pad - start, 0), run)
+    lo = tl.zeros([BLOCK], tl.int32)
+    hi = length
+    for _ in range(steps):
+        go = lo < hi
+        mid = (lo + hi) // 2
+        b = tl.load(src_ptr + row * n_pad + start + mid, mask=m & go, other=_PAD)
+        right = go & (b < key)
+        lo = tl.where(right, mid + 1, lo)
+        hi = tl.where(go & ~right, mid, hi)
+    dest = (r // 2) * (2 * run) + i + lo
+    tl.store(dst_ptr + row * n_pad + dest, key, mask=m)
+
+
+@triton.jit
+def _unpack_kernel(val_ptr, idx_ptr, keys_ptr, x_ptr, k, key_row, x_row, x_step, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    t = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    m = t < k
+    pos = tl.load(keys_ptr + row * key_row + t, mask=m, other=0) & _LOW
+    tl.store(idx_ptr + row * k + t, pos, mask=m)
+    tl.store(val_ptr + row * k + t, tl.load(x_ptr + row * x_row + pos * x_step, mask=m), mask=m)
+
+
+@triton.jit
+def _rank_kernel(idx_ptr, x_ptr, n, x_row, x_step, DESC: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    i = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    mi = i < n
+    a = tl.load(x_ptr + row * x_row + i.to(tl.int64) * x_step, mask=mi)
+    rank = tl.zeros([BLOCK], tl.int64)
+    for j0 in range(0, n, BLOCK):
+        j = j0 + tl.arange(0, BLOCK)
+        mj = j < n
+        b = tl.load(x_ptr + row * x_row + j.to(tl.int64) * x_step, mask=mj)
+        av = a[:, None]
+        bv = b[None, :]
+        if a.dtype.is_floating():
+            # NaN is the largest value, -0.0 equals 0.0 (== already says so).
+            a_nan = av != av
+            b_nan = bv != bv
+            if DESC:
+                before = (~b_nan & ~a_nan & (bv > av)) | (b_nan & ~a_nan)
+            else:
+                before = (~b_nan & ~a_nan & (bv < av)) | (~b_nan & a_nan)
+            same = (av == bv) | (a_nan & b_nan)
+        else:
+            before = (bv > av) if DESC else (bv < av)
+            same = av == bv
+        before = before | (same & (j[None, :] < i[:, None]))
+        rank += tl.sum((before & mj[None, :]).to(tl.int64), axis=1)
+    tl.store(idx_ptr + row * n + rank, i.to(tl.int64), mask=mi)
+
+
+@triton.jit
+def _take_kernel(val_ptr, idx_ptr, x_ptr, k, n, x_row, x_step, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    t = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    m = t < k
+    pos = tl.load(idx_ptr + row * n + t, mask=m, other=0)
+    tl.store(val_ptr + row * k + t, tl.load(x_ptr + row * x_row + pos * x_step, mask=m), mask=m)
+
+
+_SUPPORTED = (D.bool_, D.uint8, D.int8, D.int16, D.int32, D.int64, D.float16, D.bfloat16, D.float32, D.float64)
+
+
+def _chunk() -> int:
+    # Small chunks on the interpreter so that tests reach the merge and candidate passes.
+    return 16 if BACKEND == "cpu" else 2048
+
+
+def _rows(op: str, x: NBXTensor, d: int) -> tuple[NBXTensor, int, int, int]:
+    """``x`` with dim ``d`` last, as rows: (tensor, rows, row stride, element stride)."""
+    if x.dtype not in _SUPPORTED:
+        raise NbxTypeError(f"{op}: dtype {x.dtype} is not supported: use a real integer, bool or float dtype")
+    moved = V.movedim(x, d, -1)
+    n = moved.shape[-1]
+    R = moved.numel() // max(n, 1)
+    if moved.ndim == 1:
+        return moved, 1, 0, moved.stride(0)
+    flat = V.reshape(moved, (R, n))
+    return flat, R, flat.stride(0), flat.stride(1)
+
+
+def _sorted_keys(src: NBXTensor, R: int, n: int, row: int, step: int, desc: bool, keep: int | None
+                 ) -> tuple[NBXTensor, int]:
+    """Packed keys of each row sorted ascending: all of them, or (``keep``) the first ``keep``."""
+    chunk = min(next_pow2(n), _chunk())
+    nchunks = cdiv(n, chunk)
+    if keep is None or 2 * next_pow2(keep) > chunk:
+        keys = empty_tensor((R, nchunks * chunk), D.int64, src.device)
+        _chunk_sort(keys, src, n, R, nchunks, row, step, False, desc, chunk, chunk)
+        return _merge(keys, R, nchunks * chunk, chunk), nchunks * chunk
+    kp = next_pow2(keep)
+    keys = empty_tensor((R, nchunks * kp), D.int64, src.device)
+    _chunk_sort(keys, src, n, R, nchunks, row, step, False, desc, chunk, kp)
+    m = nchunks * kp
+    while nchunks > 1:
+        chunk2 = min(next_pow2(m), _chunk())
+        nchunks = cdiv(m, chunk2)
+        nxt = empty_tensor((R, nchunks * kp), D.int64, src.device)
+        _chunk_sort(nxt, keys, m, R, nchunks, m, 1, True, desc, chunk2, kp)
+        keys, m = nxt, nchunks * kp
+    return keys, m
+
+
+def _chunk_sort(out: NBXTensor, src: NBXTensor, n: int, R: int, nchunks: int, row: int, step: int, packed: bool,
+                desc: bool, chunk: int, keep: int) -> None:
+    nv = R * nchunks
+    bv = min(next_pow2(nv), max(1, 4096 // chunk)) if BACKEND == "cpu" else 1
+    launch(_chunk_kernel, (cdiv(nv, bv),), out, src, n, nchunks, nv, row, out.shape[1], step, PACKED=packed,
+           DESC=desc, CHUNK=chunk, KEEP=keep, BLOCK_V=bv, num_warps=8 if chunk >= 1024 else 4)
+
+
+def _merge(keys: NBXTensor, R: int, n_pad: int, run: int) -> NBXTensor:
+    block = 1024
+    other = empty_tensor(keys.shape, D.int64, keys.device)
+    while run < n_pad:
+        launch(_merge_kernel, (R, cdiv(n_pad, block)), other, keys, n_pad, run, run.bit_length(), BLOCK=block)
+        keys, other = other, keys
+        run *= 2
+    return keys
+
+
+def _select(op: str, self: NBXTensor, k: int, dim: int, desc: bool) -> tuple[NBXTensor, NBXTensor]:
+    """The first ``k`` elements along ``dim`` in sorted order (values, int64 positions)."""
+    d = wrap_dim(op, dim, self.ndim)
+    x = self if self.ndim else V.reshape(self, (1,))
+    src, R, row, step = _rows(op, x, d)
+    n = x.shape[d]
+    out_moved = (*V.movedim(x, d, -1).shape[:-1], k)
+    vals = empty_tensor(out_moved, self.dtype, self.device)
+    idx = empty_tensor(out_moved, D.int64, self.device)
+    if R * k > 0:
+        block = min(next_pow2(k), 1024)
+        if self.dtype.itemsize == 8:
+            full = empty_tensor((R, n), D.int64, self.device)
+            rb = min(next_pow2(n), 64)
+            launch(_rank_kernel, (R, cdiv(n, rb)), full, src, n, row, step, DESC=desc, BLOCK=rb)
+            launch(_take_kernel, (R, cdiv(k, block)), vals, full, src, k, n, row, step, BLOCK=block)
+            _first_k(idx, full, R, k)
+        else:
+            keys, width = _sorted_keys(src, R, n, row, step, desc, None if k == n else k)
+            launch(_unpack_kernel, (R, cdiv(k, block)), vals, idx, keys, src, k, width, row, step, BLOCK=block)
+    if self.ndim == 0:
+        return V.reshape(vals, ()), V.reshape(idx, ())
+    if d != self.ndim - 1:
+        vals = contiguous_copy(V.movedim(vals, -1, d))
+        idx = contiguous_copy(V.movedim(idx, -1, d))
+    return vals, idx
+
+
+def _first_k(idx: NBXTensor, full: NBXTensor, R: int, k: int) -> None:
+    copy_into(V.reshape(idx, (R, k)), V.narrow(full, 1, 0, k))
+
+
+def sort(self: NBXTensor, dim: int = -1, descending: bool = False, *, stable: bool | None = None
+         ) -> tuple[NBXTensor, NBXTensor]:
+    """``aten::sort`` (and ``sort.stable``): always stable; NaN sorts as the largest value."""
+    if stable is not None and not isinstance(stable, bool):
+        raise NbxTypeError(f"aten::sort: stable must be a bool or None, got {type(stable).__name__}")
+    n = self.shape[wrap_dim("aten::sort", dim, self.ndim)] if self.ndim else 1
+    return _select("aten::sort", self, n, dim, bool(descending))
+
+
+def topk(self: NBXTensor, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
+         ) -> tuple[NBXTensor, NBXTensor]:
+    """``aten::topk``: the ``k`` largest (or smallest) along ``dim``, always in sorted order; among
+    equal values the earlier position comes first."""
+    op = "aten::topk"
+    if not isinstance(k, int) or isinstance(k, bool):
+        raise NbxTypeError(f"{op}: k must be an int, got {type(k).__name__}")
+    n = self.shape[wrap_dim(op, dim, self.ndim)] if self.ndim else 1
+    if not 0 <= k <= n:
+        raise IndexOutOfRangeError(f"{op}: k={k} is out of range for a dimension of size {n}: need 0 <= k <= {n}")
+    if self.dtype is D.bool_:
+        raise NbxValueError(f"{op}: bool input is not supported (as in torch): cast it to an integer dtype")
+    return _select(op, self, k, dim, bool(largest))
+
+
+def sort_values(x: NBXTensor) -> NBXTensor:
+    """The values of a 1-D tensor sorted ascending (NaN last)."""
+    return _select("aten::sort", x, x.shape[0], 0, False)[0]
