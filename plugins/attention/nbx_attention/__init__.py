@@ -1,0 +1,1 @@
+"""nbx-attention: softmax and scaled dot-product attention kernels for NBX."""

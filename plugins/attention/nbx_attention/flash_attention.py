@@ -1,0 +1,268 @@
+"""The flash-attention forward kernel: online softmax over key blocks, no L x S matrix in memory.
+
+Inputs arrive as 4-D views (Z, H, L, E) with any strides (the sdpa wrappers broadcast and reshape
+to that); key and value heads may be fewer than query heads (grouped-query attention: query head
+``h`` reads key head ``h // GK`` and value head ``h // GV``). One program computes ``BLOCK_M`` query
+rows of one (z, h): it walks key blocks of ``BLOCK_N``, keeping the running row max ``m``, the
+running sum ``l`` of exponentials and the unnormalised output ``acc``. Scores are kept in base 2
+(the scale is pre-multiplied by log2(e), so ``exp2`` replaces ``exp``).
+
+Key blocks that need no masking (inside the key length and fully below the causal diagonal) run
+first without any ``where``; the remaining blocks (the diagonal, the key tail) apply the masks.
+The causal mask is torch's: query ``i`` sees key ``j`` iff ``j <= i`` (the top-left aligned tril of
+an L x S matrix); blocks past the diagonal are skipped. An attention mask is either boolean (True =
+attend) or additive, broadcast by stride-0 strides.
+
+A row that sees no key (all masked) outputs zeros, as torch's CPU sdpa does; its logsumexp is the
+caller's ``masked_lse`` (0 for torch's CPU flash kernel, +inf for the CUDA ones).
+
+When few programs would cover the GPU (decoding: query length 1), the key range is split over a
+third grid axis (flash-decoding); each split writes its partial (acc, m, l) in float32 and a second
+kernel merges them.
+
+Triton's interpreter multiplies bfloat16 ``tl.dot`` operands wrongly (it reads their bits as
+integers), so on the cpu backend bfloat16 operands are widened to float32 first (``BF16_WIDEN``):
+the products are exact either way and accumulate in float32 as on the GPU.
+"""
+
+import math
+
+from nbx_core.launch import BACKEND, cdiv, launch, next_pow2
+
+# isort: split
+import triton
+import triton.language as tl
+
+from nbx_core import dtypes as D
+from nbx_core.pointwise import tl_dtype
+from nbx_core.tensor import NBXTensor, empty_tensor
+
+LOG2E = math.log2(math.e)
+TARGET_PROGRAMS = 4 * 132 if BACKEND != "cpu" else 1
+"""Split the key range while fewer programs than this would run (an H200 has 132 SMs)."""
+MIN_SPLIT_KEYS = 512
+"""Fewest keys one split handles (tests lower both knobs to reach the split path)."""
+
+
+@triton.jit
+def _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n, offs_d, offs_dv,
+                L, S, qk_scale, skn, skd, svn, svd, smm, smn,
+                E: tl.constexpr, EV: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
+                MASK_KIND: tl.constexpr, CAUSAL: tl.constexpr, EDGE: tl.constexpr, PREC: tl.constexpr,
+                ACC: tl.constexpr, BF16_WIDEN: tl.constexpr):
+    cols = start_n + offs_n
+    kv_ok = cols < S
+    d_ok = offs_d < E
+    kt = tl.load(k_base + cols[None, :] * skn + offs_d[:, None] * skd,
+                 mask=kv_ok[None, :] & d_ok[:, None], other=0.0)
+    if BF16_WIDEN:
+        kt = kt.to(tl.float32)
+    qk = tl.dot(q, kt, input_precision=PREC, out_dtype=ACC) * qk_scale
+    if MASK_KIND != 0:
+        mptr = mask_base + offs_m[:, None] * smm + cols[None, :] * smn
+        mok = (offs_m < L)[:, None] & kv_ok[None, :]
+        if MASK_KIND == 1:
+            qk = tl.where(tl.load(mptr, mask=mok, other=0) != 0, qk, float("-inf"))
+        else:
+            qk += tl.load(mptr, mask=mok, other=0.0).to(ACC) * 1.4426950408889634
+    if EDGE:
+        ok = kv_ok[None, :]
+        if CAUSAL:
+            ok = ok & (cols[None, :] <= offs_m[:, None])
+        qk = tl.where(ok, qk, float("-inf"))
+    m_new = tl.maximum(m_i, tl.max(qk, axis=1))
+    # While a row has seen only -inf, subtract 0 so that exp2 gives 0 rather than NaN.
+    m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+    p = tl.exp2(qk - m_use[:, None])
+    alpha = tl.exp2(m_i - m_use)
+    l_i = l_i * alpha + tl.sum(p, axis=1)
+    v = tl.load(v_base + cols[:, None] * svn + offs_dv[None, :] * svd,
+                mask=kv_ok[:, None] & (offs_dv < EV)[None, :], other=0.0)
+    if BF16_WIDEN:
+        # Round p as the GPU path does, then multiply in float32 (exact for bfloat16 operands).
+        acc = acc * alpha[:, None] + tl.dot(p.to(tl.bfloat16).to(tl.float32), v.to(tl.float32),
+                                            input_precision="ieee", out_dtype=ACC)
+    else:
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PREC, out_dtype=ACC)
+    return acc, m_new, l_i
+
+
+@triton.jit
+def _store_result(acc, m_i, l_i, o_ptr, lse_ptr, offs_m, offs_dv, L, som, sod, slm, masked_lse,
+                  EV: tl.constexpr, STORE_LSE: tl.constexpr):
+    seen = l_i > 0
+    out = acc / tl.where(seen, l_i, 1.0)[:, None]
+    rows_ok = offs_m < L
+    tl.store(o_ptr + offs_m[:, None] * som + offs_dv[None, :] * sod, out.to(o_ptr.dtype.element_ty),
+             mask=rows_ok[:, None] & (offs_dv < EV)[None, :])
+    if STORE_LSE:
+        lse = (m_i + tl.log2(tl.where(seen, l_i, 1.0))) * 0.6931471805599453
+        lse = tl.where(seen, lse, masked_lse)
+        tl.store(lse_ptr + offs_m * slm, lse.to(lse_ptr.dtype.element_ty), mask=rows_ok)
+
+
+@triton.jit
+def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml_ptr,
+                     H, L, S, GK, GV, split_len, scale32, scale64: tl.float64, masked_lse,
+                     sqz, sqh, sqm, sqd, skz, skh, skn, skd, svz, svh, svn, svd,
+                     smz, smh, smm, smn, soz, soh, som, sod, slz, slh, slm,
+                     E: tl.constexpr, EV: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                     BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr, MASK_KIND: tl.constexpr,
+                     CAUSAL: tl.constexpr, SPLIT: tl.constexpr, STORE_LSE: tl.constexpr,
+                     PREC: tl.constexpr, ACC: tl.constexpr, BF16_WIDEN: tl.constexpr):
+    start_m = tl.program_id(0)
+    zh = tl.program_id(1)
+    split = tl.program_id(2)
+    z = (zh // H).to(tl.int64)
+    h = zh % H
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, BLOCK_D)
+    offs_dv = tl.arange(0, BLOCK_DV)
+    if ACC == tl.float64:
+        qk_scale = scale64
+    else:
+        qk_scale = scale32
+    q_base = q_ptr + z * sqz + h.to(tl.int64) * sqh
+    k_base = k_ptr + z * skz + (h // GK).to(tl.int64) * skh
+    v_base = v_ptr + z * svz + (h // GV).to(tl.int64) * svh
+    mask_base = mask_ptr + z * smz + h.to(tl.int64) * smh
+    q = tl.load(q_base + offs_m[:, None] * sqm + offs_d[None, :] * sqd,
+                mask=(offs_m < L)[:, None] & (offs_d < E)[None, :], other=0.0)
+    if BF16_WIDEN:
+        q = q.to(tl.float32)
+    m_i = tl.full([BLOCK_M], float("-inf"), ACC)
+    l_i = tl.zeros([BLOCK_M], ACC)
+    acc = tl.zeros([BLOCK_M, BLOCK_DV], ACC)
+    lo = split * split_len
+    hi = tl.minimum(S, lo + split_len)
+    safe = (S // BLOCK_N) * BLOCK_N
+    if CAUSAL:
+        hi = tl.minimum(hi, (start_m + 1) * BLOCK_M)
+        safe = tl.minimum(safe, ((start_m * BLOCK_M + 1) // BLOCK_N) * BLOCK_N)
+    mid = tl.maximum(lo, tl.minimum(hi, safe))
+    for start_n in range(lo, mid, BLOCK_N):
+        acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n,
+                                    offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn,
+                                    E, EV, BLOCK_D, BLOCK_DV, MASK_KIND, CAUSAL, False, PREC, ACC,
+                                    BF16_WIDEN)
+    for start_n in range(mid, hi, BLOCK_N):
+        acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n,
+                                    offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn,
+                                    E, EV, BLOCK_D, BLOCK_DV, MASK_KIND, CAUSAL, True, PREC, ACC,
+                                    BF16_WIDEN)
+    if SPLIT:
+        # Partials: part[zh, split, m, dv] (unnormalised acc) and ml[zh, split, m, 0:2] = (m, l).
+        n_split = tl.num_programs(2)
+        row = (zh.to(tl.int64) * n_split + split) * L + offs_m
+        rows_ok = offs_m < L
+        tl.store(part_ptr + row[:, None] * BLOCK_DV + offs_dv[None, :], acc, mask=rows_ok[:, None])
+        tl.store(ml_ptr + row * 2, m_i, mask=rows_ok)
+        tl.store(ml_ptr + row * 2 + 1, l_i, mask=rows_ok)
+    else:
+        _store_result(acc, m_i, l_i, o_ptr + z * soz + h.to(tl.int64) * soh,
+                      lse_ptr + z * slz + h.to(tl.int64) * slh, offs_m, offs_dv, L, som, sod, slm, masked_lse,
+                      EV, STORE_LSE)
+
+
+@triton.jit
+def _merge_splits_kernel(part_ptr, ml_ptr, o_ptr, lse_ptr, H, L, n_split, masked_lse,
+                         soz, soh, som, sod, slz, slh, slm,
+                         EV: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_DV: tl.constexpr,
+                         STORE_LSE: tl.constexpr, ACC: tl.constexpr):
+    start_m = tl.program_id(0)
+    zh = tl.program_id(1)
+    z = (zh // H).to(tl.int64)
+    h = (zh % H).to(tl.int64)
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_dv = tl.arange(0, BLOCK_DV)
+    rows_ok = offs_m < L
+    m_i = tl.full([BLOCK_M], float("-inf"), ACC)
+    l_i = tl.zeros([BLOCK_M], ACC)
+    acc = tl.zeros([BLOCK_M, BLOCK_DV], ACC)
+    for s in range(0, n_split):
+        row = (zh.to(tl.int64) * n_split + s) * L + offs_m
+        m_s = tl.load(ml_ptr + row * 2, mask=rows_ok, other=float("-inf"))
+        l_s = tl.load(ml_ptr + row * 2 + 1, mask=rows_ok, other=0.0)
+        a_s = tl.load(part_ptr + row[:, None] * BLOCK_DV + offs_dv[None, :], mask=rows_ok[:, None], other=0.0)
+        m_new = tl.maximum(m_i, m_s)
+        m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+        alpha = tl.exp2(m_i - m_use)
+        beta = tl.exp2(m_s - m_use)
+        acc = acc * alpha[:, None] + a_s * beta[:, None]
+        l_i = l_i * alpha + l_s * beta
+        m_i = m_new
+    _store_result(acc, m_i, l_i, o_ptr + z * soz + h * soh, lse_ptr + z * slz + h * slh, offs_m, offs_dv, L,
+                  som, sod, slm, masked_lse, EV, STORE_LSE)
+
+
+def _config(dtype: D.DType, L: int, S: int, E: int, EV: int) -> tuple[int, int, int, int]:
+    """(BLOCK_M, BLOCK_N, num_warps, num_stages) for the GPU; small blocks on the interpreter.
+
+    The GPU choices keep the pipelined K/V tiles plus the Q tile within Hopper's 227 KB of shared
+    memory at head dim 256 (float64 takes the smallest tiles).
+    """
+    if BACKEND == "cpu":
+        return max(16, min(64, next_pow2(L))), max(16, min(64, next_pow2(S))), 1, 1
+    d = max(next_pow2(E), next_pow2(EV))
+    if dtype is D.float64:
+        return (16 if L <= 16 else 32), 16, 4, 1
+    if dtype is D.float32:
+        return (16 if L <= 16 else 64), 32, 4, 2
+    if L <= 16:
+        return 16, 64, 4, 4 if d <= 128 else 2
+    if d <= 64:
+        return 128, 64, 4, 3
+    if d <= 128:
+        return 128, 64, 8, 3
+    return 64, 64, 8, 2
+
+
+def _splits(programs: int, S: int, block_n: int) -> tuple[int, int]:
+    """(number of key splits, keys per split, a multiple of block_n)."""
+    n = 1
+    if programs < TARGET_PROGRAMS and S >= 2 * MIN_SPLIT_KEYS:
+        n = min(cdiv(TARGET_PROGRAMS, programs), S // MIN_SPLIT_KEYS)
+    per = cdiv(cdiv(S, n), block_n) * block_n if S else block_n
+    return cdiv(S, per) if S else 1, per
+
+
+def flash_forward(q: NBXTensor, k: NBXTensor, v: NBXTensor, mask: NBXTensor | None, out: NBXTensor,
+                  lse: NBXTensor | None, *, scale: float, causal: bool, masked_lse: float) -> None:
+    """Write attention of 4-D views ``q`` (Z, H, L, E), ``k`` (Z, Hk, S, E), ``v`` (Z, Hv, S, Ev) into
+    ``out`` (Z, H, L, Ev) and, when given, the natural-log logsumexp of each row into ``lse`` (Z, H, L).
+
+    ``mask`` is None or a (Z, H, L, S) view (stride 0 where it broadcasts): bool (True = attend) or
+    additive. Arguments are validated by the caller.
+    """
+    Z, H, L, E = q.shape
+    S, EV = k.shape[2], v.shape[3]
+    if Z * H * L == 0:
+        return
+    bm, bn, warps, stages = _config(q.dtype, L, S, E, EV)
+    bd, bdv = max(16, next_pow2(E)), max(16, next_pow2(EV))
+    acc = D.float64 if q.dtype is D.float64 else D.float32
+    programs = cdiv(L, bm) * Z * H
+    n_split, per = _splits(programs, S, bn)
+    split = n_split > 1
+    part = ml = out
+    if split:
+        part = empty_tensor((Z * H * n_split * L * bdv,), acc, q.device)
+        ml = empty_tensor((Z * H * n_split * L * 2,), acc, q.device)
+    kind = 0 if mask is None else 1 if mask.dtype is D.bool_ else 2
+    ms = mask.stride() if mask is not None else (0, 0, 0, 0)
+    ls = lse.stride() if lse is not None else (0, 0, 0)
+    common = dict(EV=EV, BLOCK_DV=bdv, STORE_LSE=lse is not None, ACC=tl_dtype(acc))
+    launch(_attn_fwd_kernel, (cdiv(L, bm), Z * H, n_split), q, k, v, mask if mask is not None else q, out,
+           lse if lse is not None else out, part, ml,
+           H, L, S, H // k.shape[1], H // v.shape[1], per, scale * LOG2E, scale * LOG2E, float(masked_lse),
+           *q.stride(), *k.stride(), *v.stride(), *ms, *out.stride(), *ls,
+           E=E, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=bd, MASK_KIND=kind, CAUSAL=causal, SPLIT=split,
+           PREC="ieee" if q.dtype in (D.float32, D.float64) else "tf32",
+           BF16_WIDEN=BACKEND == "cpu" and q.dtype is D.bfloat16, num_warps=warps, num_stages=stages,
+           **common)
+    if split:
+        mbm = max(16, min(64, next_pow2(L)))
+        launch(_merge_splits_kernel, (cdiv(L, mbm), Z * H), part, ml, out, lse if lse is not None else out,
+               H, L, n_split, float(masked_lse), *out.stride(), *ls, BLOCK_M=mbm,
+               num_warps=4 if BACKEND != "cpu" else 1, **common)

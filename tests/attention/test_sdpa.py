@@ -1,0 +1,192 @@
+"""Conformance of aten::scaled_dot_product_attention against torch (CPU)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import nbx_core
+from nbx_core.errors import DeviceError, NbxValueError, ShapeError
+from nbx_core.testing import check_op, check_raises, from_torch, layouts, make, on_other_device, run_op
+
+SDPA = "aten::scaled_dot_product_attention"
+DTYPES = ["float16", "bfloat16", "float32"]
+
+
+def qkv(b=1, h=2, L=5, S=7, E=16, ev=None, dtype="float32", hk=None, seed=0):
+    """Random (query, key, value) shaped (b, h, L, E), (b, hk, S, E), (b, hk, S, ev)."""
+    hk = h if hk is None else hk
+    return (make((b, h, L, E), dtype, seed=seed), make((b, hk, S, E), dtype, seed=seed + 1),
+            make((b, hk, S, ev or E), dtype, seed=seed + 2))
+
+
+@pytest.mark.parametrize("dtype", [*DTYPES, "float64"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_dtypes(dtype, causal):
+    check_op(SDPA, *qkv(dtype=dtype), None, 0.0, causal)
+
+
+@pytest.mark.parametrize("L,S", [(5, 3), (3, 9), (1, 6), (6, 1), (70, 40), (40, 70), (100, 100)])
+def test_causal_lengths(L, S):
+    # torch aligns the causal mask top-left: query i sees keys j <= i (tril of an L x S matrix).
+    q, k, v = qkv(h=1, L=L, S=S)
+    got = check_op(SDPA, q, k, v, None, 0.0, True)
+    tril = torch.ones(L, S, dtype=torch.bool).tril()
+    check_op(SDPA, q, k, v, None, 0.0, True, torch_fn=lambda *a: torch.ops.aten.scaled_dot_product_attention(
+        q, k, v, tril))
+    assert got.shape == (1, 1, L, 16)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_long_sequences_cross_blocks(dtype):
+    check_op(SDPA, *qkv(h=1, L=67, S=131, dtype=dtype), make((67, 131), "bool", seed=9))
+
+
+@pytest.mark.parametrize("mask_shape", [(5, 7), (1, 7), (2, 1, 7), (1, 2, 5, 7), (1, 1, 1, 1)])
+@pytest.mark.parametrize("kind", ["bool", "float32"])
+def test_masks_broadcast(mask_shape, kind):
+    mask = make(mask_shape, kind, seed=5)
+    check_op(SDPA, *qkv(), mask)
+
+
+def test_fully_masked_rows_give_zeros():
+    q, k, v = qkv()
+    mask = make((5, 7), "bool", seed=3)
+    mask[1] = False
+    fmask = torch.zeros(2, 5, 7)
+    fmask[0, 2] = float("-inf")
+    for dtype in (torch.float32, torch.bfloat16):
+        args = (q.to(dtype), k.to(dtype), v.to(dtype))
+        got = check_op(SDPA, *args, mask)
+        check_op(SDPA, *args, fmask)
+        check_op(SDPA, *args, mask, 0.0, True)
+        if nbx_core.testing.numeric():
+            assert (nbx_core.testing.to_torch(got)[:, :, 1] == 0).all()
+
+
+def test_mask_dtypes():
+    q, k, v = qkv(dtype="float16")
+    check_op(SDPA, q, k, v, make((5, 7), "float16"))
+    check_op(SDPA, q, k, v, make((5, 7), "float32"))
+    check_op(SDPA, q.bfloat16(), k.bfloat16(), v.bfloat16(), make((5, 7), "float32"))
+
+
+@pytest.mark.parametrize("kind", ["bool", "float32"])
+def test_mask_with_causal_combine(kind):
+    # torch's CPU flash path combines a 2-D mask with is_causal; its math path refuses other masks.
+    # NBX always combines: the mask applies and keys past the diagonal are dropped.
+    q, k, v = qkv(L=6, S=4)
+    check_op(SDPA, q, k, v, make((6, 4), kind, seed=2), 0.0, True)
+    mask = make((2, 6, 4), kind, seed=2)
+    tril = torch.ones(6, 4, dtype=torch.bool).tril()
+    both = mask & tril if kind == "bool" else mask.masked_fill(~tril, float("-inf"))
+    check_op(SDPA, q, k, v, mask, 0.0, True,
+             torch_fn=lambda *a: torch.ops.aten.scaled_dot_product_attention(q, k, v, both))
+
+
+def test_scale():
+    for s in (0.05, 1.0, -0.7, 2):
+        check_op(SDPA, *qkv(), scale=s)
+
+
+@pytest.mark.parametrize("hk,hv", [(2, 2), (2, 1), (1, 4), (4, 4)])
+def test_grouped_query_attention(hk, hv):
+    q = make((2, 4, 5, 16))
+    k, v = make((2, hk, 7, 16), seed=1), make((2, hv, 7, 8), seed=2)
+    check_op(SDPA, q, k, v, enable_gqa=True)
+    check_op(SDPA, q, k, v, None, 0.0, True, enable_gqa=True)
+    check_op(SDPA, q.bfloat16(), k.bfloat16(), v.bfloat16(), make((4, 5, 7), "bool"), enable_gqa=True)
+    check_op(SDPA, q[0], k[0], v[0], enable_gqa=True)
+
+
+@pytest.mark.parametrize("E", [16, 80, 96, 128, 256])
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_head_dims(E, dtype):
+    check_op(SDPA, *qkv(h=1, L=3, S=5, E=E, dtype=dtype), None, 0.0, True)
+
+
+@pytest.mark.parametrize("E,ev", [(16, 8), (24, 80), (64, 32), (20, 100)])
+def test_value_head_dim_differs(E, ev):
+    check_op(SDPA, *qkv(L=4, S=6, E=E, ev=ev))
+    check_op(SDPA, *qkv(L=4, S=6, E=E, ev=ev, dtype="bfloat16"), None, 0.0, True)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_decoding(dtype):
+    q, k, v = qkv(b=2, h=4, L=1, S=33, E=32, dtype=dtype)
+    check_op(SDPA, q, k, v)
+    check_op(SDPA, q, k, v, make((2, 1, 1, 33), "bool", seed=4))
+    check_op(SDPA, q, k[:, :2], v[:, :2], enable_gqa=True)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_split_keys_path(causal, monkeypatch):
+    import nbx_attention.flash_attention as fa
+
+    monkeypatch.setattr(fa, "TARGET_PROGRAMS", 64)
+    monkeypatch.setattr(fa, "MIN_SPLIT_KEYS", 16)
+    for dtype in ("float32", "bfloat16"):
+        q, k, v = qkv(b=1, h=2, L=1, S=75, E=16, dtype=dtype)
+        check_op(SDPA, q, k, v, None, 0.0, causal)
+        mask = make((1, 75), "bool", seed=1)
+        mask[:, :40] = False
+        check_op(SDPA, q, k, v, mask)
+        check_op(SDPA, *qkv(h=2, L=3, S=75, dtype=dtype), None, 0.0, causal)
+
+
+def test_ranks_and_batch_broadcasting():
+    check_op(SDPA, make((5, 16)), make((7, 16), seed=1), make((7, 8), seed=2))
+    check_op(SDPA, make((3, 5, 16)), make((3, 7, 16), seed=1), make((3, 7, 16), seed=2), None, 0.0, True)
+    check_op(SDPA, make((2, 3, 2, 5, 16)), make((2, 3, 2, 7, 16), seed=1), make((2, 3, 2, 7, 16), seed=2),
+             make((3, 1, 5, 7), "bool"))
+    check_op(SDPA, make((2, 2, 5, 16)), make((1, 2, 7, 16), seed=1), make((2, 1, 7, 16), seed=2))
+    check_op(SDPA, make((2, 2, 5, 16)), make((2, 7, 16), seed=1), make((7, 16), seed=2))
+
+
+def test_non_contiguous_inputs():
+    # The usual layout: (B, L, H, E) projections viewed as (B, H, L, E).
+    q = make((1, 5, 2, 16)).transpose(1, 2)
+    k = make((1, 7, 2, 16), seed=1).transpose(1, 2)
+    v = make((1, 7, 2, 16), seed=2).transpose(1, 2)
+    check_op(SDPA, q, k, v, None, 0.0, True)
+    check_op(SDPA, q.bfloat16(), k.bfloat16(), v.bfloat16(), make((7, 5), "bool").t())
+    for _, t in layouts(make((2, 2, 5, 16))):
+        check_op(SDPA, t, k.expand(2, 2, 7, 16), v.expand(2, 2, 7, 16))
+    for _, t in layouts(make((2, 2, 7, 16))):
+        check_op(SDPA, q, t, t)
+
+
+def test_zero_size():
+    check_op(SDPA, *qkv(L=0))
+    check_op(SDPA, *qkv(S=0))
+    check_op(SDPA, *qkv(b=0))
+    check_op(SDPA, *qkv(S=0), None, 0.0, True)
+
+
+def test_bad_input():
+    q, k, v = qkv()
+    check_raises(SDPA, q, make((1, 2, 7, 8)), v, match="query head dim 16 != key head dim 8")
+    check_raises(SDPA, q, k, v, make((5, 6), "bool"), match="do not broadcast")
+    check_raises(SDPA, q, k, v, make((1, 1, 2, 5, 7), "bool"), match="does not broadcast")
+    check_raises(SDPA, q, k, v, make((7,), "bool"), match="at least 2 dims")
+    check_raises(SDPA, q, k, v, make((7,), "float32"), match="at least 2 dims")
+    check_raises(SDPA, q.long(), k.long(), v.long(), match="attention needs float16")
+    check_raises(SDPA, q, k.double(), v, match="must share one dtype")
+    check_raises(SDPA, q, k, v, make((5, 7), "int64"), match="attn_mask has dtype int64")
+    check_raises(SDPA, q, k, v, make((5, 7), "float64"), match="attn_mask has dtype float64")
+    check_raises(SDPA, make((16,)), make((16,)), make((16,)), match="at least 2 dims")
+    check_raises(SDPA, make((1, 3, 5, 16)), k, v, enable_gqa=True, match="must divide the number of heads")
+    check_raises(SDPA, make((1, 3, 5, 16)), k, v, match="broadcast")
+    with pytest.raises(ShapeError, match="key length 7 != value length 6"):
+        run_op(SDPA, q, k, make((1, 2, 6, 16)))
+    with pytest.raises(NbxValueError, match="dropout_p=0.5 needs random dropout"):
+        run_op(SDPA, q, k, v, None, 0.5)
+    with pytest.raises(NbxValueError, match="head dim 512 is outside"):
+        run_op(SDPA, *qkv(L=2, S=2, E=512))
+
+
+def test_mixed_devices():
+    q, k, v = (from_torch(t) for t in qkv())
+    kd = on_other_device(k)
+    with pytest.raises(DeviceError, match="scaled_dot_product_attention: expected all tensors on one device"):
+        run_op(SDPA, q, kd, v)
