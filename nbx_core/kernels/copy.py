@@ -10,7 +10,6 @@ from ..shape import broadcast_strides, coalesce
 from ..tensor import NBXTensor
 from .indexing import block_indices, needs_int64, strided_offsets
 
-
 # Triton's interpreter truncates float32 to bfloat16; GPUs round to nearest even, as torch does.
 _ROUND_BF16_BY_HAND = tl.constexpr(BACKEND == "cpu")
 
