@@ -51,14 +51,14 @@ def _basic(self: NBXTensor, key: Any) -> tuple[NBXTensor, list[Any] | None]:
             dim += 1
         elif isinstance(k, bool):
             out = views.unsqueeze(out, dim)
-            advanced.append(tensor([k]))
+            advanced.append(tensor([k], device=self.device))
             has_adv = True
             dim += 1
         elif isinstance(k, int) or (isinstance(k, NBXTensor) and k.ndim == 0 and k.dtype.kind in "iu"
                                     and k.device.type == "cpu"):
             out = views.select(out, dim, int(k))
         elif isinstance(k, NBXTensor | list | tuple):
-            t = k if isinstance(k, NBXTensor) else tensor(k)
+            t = k if isinstance(k, NBXTensor) else tensor(k, device=self.device)
             if t.dtype is D.bool_:
                 advanced.append(t)
                 advanced.extend([None] * (t.ndim - 1))

@@ -100,5 +100,7 @@ def capture(program: Program, *args: Any, **kwargs: Any) -> CapturedProgram:
             _cuda.set_capture_id(None)
         graph = _cuda.check(driver.cuStreamEndCapture(stream), "cuStreamEndCapture")
     flags = driver.CUgraphInstantiate_flags.CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH
-    exec_ = _cuda.check(driver.cuGraphInstantiateWithFlags(graph, flags), "cuGraphInstantiate")
+    # CUDA 12 folded cuGraphInstantiateWithFlags into cuGraphInstantiate; bindings have one or both.
+    instantiate = getattr(driver, "cuGraphInstantiateWithFlags", None) or driver.cuGraphInstantiate
+    exec_ = _cuda.check(instantiate(graph, flags), "cuGraphInstantiate")
     return CapturedProgram(program, static, outputs, graph, exec_, stream)

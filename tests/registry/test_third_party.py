@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 
 import nbx_core
+from nbx_core.backend import kernel_device_type
 from nbx_core.errors import DuplicateKernelError
 from nbx_core.plugins import RegistryConfig, load_registry
+from nbx_core.testing import numeric
 
 SELECT = ["--no-autoload", "--plugins", "acme,other"]  # ignore any other plugin installed here
 
@@ -46,13 +48,15 @@ def test_acme_is_listed_from_its_installed_distribution_without_importing_its_ke
 
 def test_acme_kernels_run_on_nbx_tensors(with_core, acme):
     registry = load(with_core, acme)
-    x = nbx_core.tensor([1.0, -2.0, 3.0])
-    y = nbx_core.tensor([0.5, 0.5, -4.0])
+    device = kernel_device_type()
+    x = nbx_core.tensor([1.0, -2.0, 3.0], device=device)
+    y = nbx_core.tensor([0.5, 0.5, -4.0], device=device)
     out = registry.call("acme::scaled_add", x, y, alpha=2.0)
-    assert isinstance(out, nbx_core.NBXTensor) and out.dtype is nbx_core.float32
-    np.testing.assert_array_equal(out.numpy(), np.array([2.0, -1.0, -5.0], np.float32))
     relu = registry.call("aten::relu", x)
-    np.testing.assert_array_equal(relu.numpy(), np.array([1.0, 0.0, 3.0], np.float32))
+    assert isinstance(out, nbx_core.NBXTensor) and out.dtype is nbx_core.float32
+    if numeric():  # the aot backend compiles the kernels and runs nothing
+        np.testing.assert_array_equal(out.numpy(), np.array([2.0, -1.0, -5.0], np.float32))
+        np.testing.assert_array_equal(relu.numpy(), np.array([1.0, 0.0, 3.0], np.float32))
 
 
 def test_a_collision_between_two_real_distributions_is_refused_naming_both(rival, acme):
