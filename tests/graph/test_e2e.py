@@ -18,6 +18,7 @@ from nbx_core.backend import kernel_device_type
 from nbx_core.graph import load
 from nbx_core.graph.export import export_module
 from nbx_core.registry import get_registry
+from nbx_core.testing import numeric
 
 from .models import CASES
 from .torch_kernels import torch_registry
@@ -36,6 +37,8 @@ def _registry(kind: str, plugins: tuple[str, ...]):
 
 
 def _compare(got: NBXTensor, want: torch.Tensor) -> None:
+    if not numeric():  # the aot backend compiles every kernel and runs none
+        return
     rtol, atol = TOLERANCES.get(str(want.dtype).removeprefix("torch."), (0, 0))
     np.testing.assert_allclose(got.numpy().astype(np.float64), want.detach().double().numpy(), rtol=rtol, atol=atol)
 

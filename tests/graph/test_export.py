@@ -14,6 +14,7 @@ from nbx_core.errors import ExportError
 from nbx_core.graph import load, read_graph
 from nbx_core.graph.aliases import canonical
 from nbx_core.graph.export import export, export_module
+from nbx_core.testing import numeric
 
 from .torch_kernels import FAMILY_NAMES, torch_registry
 
@@ -31,7 +32,8 @@ def _run_both(module, args, path, registry, dynamic_shapes=None, runs=None, tol=
         got = prog(*run)
         gots, wants = (got, want) if isinstance(want, tuple) else ((got,), (want,))
         for g, w in zip(gots, wants, strict=True):
-            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=tol[0], atol=tol[1])
+            if numeric():  # the aot backend compiles every kernel and runs none
+                np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=tol[0], atol=tol[1])
     return out
 
 
@@ -107,7 +109,8 @@ def test_buffer_mutation_persists_across_runs(tmp_path):
     path = export_module(Counter(), (torch.ones(2),), tmp_path / "c.nbx", registry=registry)
     prog = load(path, registry=registry, device="cpu")
     firsts = [prog(np.ones(2, np.float32)).numpy().tolist() for _ in range(3)]
-    assert firsts == [[1.0, 2.0], [2.0, 4.0], [3.0, 6.0]]
+    if numeric():  # the aot backend compiles every kernel and runs none
+        assert firsts == [[1.0, 2.0], [2.0, 4.0], [3.0, 6.0]]
 
 
 def test_asserts_dropped_and_bf16_weights(tmp_path):
@@ -122,7 +125,6 @@ def test_asserts_dropped_and_bf16_weights(tmp_path):
 
     registry = torch_registry()
     n = torch.export.Dim("n", min=2, max=10)
-    # bfloat16 tolerance: one ulp (core's cast and torch's may round a tie differently)
     path = _run_both(Half(), (torch.randn(4, 3),), tmp_path / "h.nbx", registry, ({0: n},), tol=(1.6e-2, 1e-2))
     assert not any("assert" in o or "constrain" in o for o in _ops(path))
     weights = read_graph(path).weights
