@@ -28,7 +28,7 @@ import triton.language as tl
 from . import dtypes as D
 from .errors import NbxTypeError, NbxValueError
 from .kernels.copy import cast_to
-from .kernels.indexing import block_indices, needs_int64, strided_offsets
+from .kernels.indexing import block_indices, needs_int64, offsets
 from .launch import BACKEND, block_size, cdiv, launch
 from .shape import broadcast_shapes, broadcast_strides, coalesce
 from .tensor import NBXTensor, check_device, empty_tensor
@@ -51,10 +51,10 @@ def tl_dtype(dtype: D.DType) -> Any:
 
 @triton.jit
 def _operand(ptr, fval, ival, idx, mask, shape, strides, KIND: tl.constexpr, NDIM: tl.constexpr,
-             COMPUTE: tl.constexpr, BLOCK: tl.constexpr):
+             CONTIG: tl.constexpr, COMPUTE: tl.constexpr, BLOCK: tl.constexpr):
     # KIND 1: a tensor; 2: a float scalar; 3: an integer or bool scalar.
     if KIND == 1:
-        v = tl.load(ptr + strided_offsets(idx, shape, strides, NDIM), mask=mask)
+        v = tl.load(ptr + offsets(idx, shape, strides, NDIM, CONTIG), mask=mask)
         v = cast_to(v, COMPUTE)
     elif KIND == 2:
         v = cast_to(tl.full([BLOCK], fval, tl.float64), COMPUTE)
@@ -72,24 +72,24 @@ def _pointwise_kernel(
     p3, f3: tl.float64, i3: tl.int64, s3,
     sc,
     FN: tl.constexpr, ARITY: tl.constexpr, KINDS: tl.constexpr, COMPUTE: tl.constexpr,
-    NDIM: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr,
+    NDIM: tl.constexpr, CONTIG: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr,
 ):
     idx, mask = block_indices(n, BLOCK, INT64)
-    x0 = _operand(p0, f0, i0, idx, mask, shape, s0, KINDS[0], NDIM, COMPUTE, BLOCK)
+    x0 = _operand(p0, f0, i0, idx, mask, shape, s0, KINDS[0], NDIM, CONTIG, COMPUTE, BLOCK)
     if ARITY == 1:
         y = FN(x0, sc)
     else:
-        x1 = _operand(p1, f1, i1, idx, mask, shape, s1, KINDS[1], NDIM, COMPUTE, BLOCK)
+        x1 = _operand(p1, f1, i1, idx, mask, shape, s1, KINDS[1], NDIM, CONTIG, COMPUTE, BLOCK)
         if ARITY == 2:
             y = FN(x0, x1, sc)
         else:
-            x2 = _operand(p2, f2, i2, idx, mask, shape, s2, KINDS[2], NDIM, COMPUTE, BLOCK)
+            x2 = _operand(p2, f2, i2, idx, mask, shape, s2, KINDS[2], NDIM, CONTIG, COMPUTE, BLOCK)
             if ARITY == 3:
                 y = FN(x0, x1, x2, sc)
             else:
-                x3 = _operand(p3, f3, i3, idx, mask, shape, s3, KINDS[3], NDIM, COMPUTE, BLOCK)
+                x3 = _operand(p3, f3, i3, idx, mask, shape, s3, KINDS[3], NDIM, CONTIG, COMPUTE, BLOCK)
                 y = FN(x0, x1, x2, x3, sc)
-    tl.store(out_ptr + strided_offsets(idx, shape, out_strides, NDIM), cast_to(y, out_ptr.dtype.element_ty),
+    tl.store(out_ptr + offsets(idx, shape, out_strides, NDIM, CONTIG), cast_to(y, out_ptr.dtype.element_ty),
              mask=mask)
 
 
@@ -178,6 +178,7 @@ def pointwise(
     launch(
         _pointwise_kernel, (cdiv(n, block),), out, n, cshape, cstrides[0], *args, tuple(sc),
         FN=fn, ARITY=len(operands), KINDS=tuple(kinds), COMPUTE=tl_dtype(comp), NDIM=len(cshape),
+        CONTIG=all(st == (1,) for st in cstrides),
         BLOCK=block, INT64=needs_int64(n, out, *tensors), num_warps=4 if BACKEND != "cpu" else 1,
     )
     return out

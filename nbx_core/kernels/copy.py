@@ -8,7 +8,7 @@ import triton.language as tl
 from ..launch import BACKEND, block_size, cdiv, launch
 from ..shape import broadcast_strides, coalesce
 from ..tensor import NBXTensor
-from .indexing import block_indices, needs_int64, strided_offsets
+from .indexing import block_indices, needs_int64, offsets
 
 # Triton's interpreter truncates float32 to bfloat16; GPUs round to nearest even, as torch does.
 _ROUND_BF16_BY_HAND = tl.constexpr(BACKEND == "cpu")
@@ -42,10 +42,10 @@ def cast_to(x, DST: tl.constexpr):
 
 @triton.jit
 def _copy_kernel(dst_ptr, src_ptr, n, shape, dst_strides, src_strides,
-                 NDIM: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr):
+                 NDIM: tl.constexpr, CONTIG: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr):
     idx, mask = block_indices(n, BLOCK, INT64)
-    src_off = strided_offsets(idx, shape, src_strides, NDIM)
-    dst_off = strided_offsets(idx, shape, dst_strides, NDIM)
+    src_off = offsets(idx, shape, src_strides, NDIM, CONTIG)
+    dst_off = offsets(idx, shape, dst_strides, NDIM, CONTIG)
     x = tl.load(src_ptr + src_off, mask=mask)
     tl.store(dst_ptr + dst_off, cast_to(x, dst_ptr.dtype.element_ty), mask=mask)
 
@@ -62,5 +62,5 @@ def copy_into(dst: NBXTensor, src: NBXTensor) -> None:
     shape, (dst_st, src_st) = coalesce(dst.shape, dst.stride(), src_strides)
     block = block_size(n, gpu=2048)
     launch(_copy_kernel, (cdiv(n, block),), dst, src, n, shape, dst_st, src_st,
-           NDIM=len(shape), BLOCK=block, INT64=needs_int64(n, dst, src),
+           NDIM=len(shape), CONTIG=dst_st == src_st == (1,), BLOCK=block, INT64=needs_int64(n, dst, src),
            num_warps=8 if BACKEND != "cpu" else 1)

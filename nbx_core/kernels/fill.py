@@ -12,14 +12,14 @@ from ..launch import BACKEND, block_size, cdiv, launch
 from ..shape import coalesce
 from ..tensor import NBXTensor
 from .copy import cast_to
-from .indexing import block_indices, needs_int64, strided_offsets
+from .indexing import block_indices, needs_int64, offsets
 
 
 @triton.jit
 def _fill_kernel(dst_ptr, fvalue: tl.float64, ivalue: tl.int64, n, shape, strides, FLOAT: tl.constexpr,
-                 NDIM: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr):
+                 NDIM: tl.constexpr, CONTIG: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr):
     idx, mask = block_indices(n, BLOCK, INT64)
-    off = strided_offsets(idx, shape, strides, NDIM)
+    off = offsets(idx, shape, strides, NDIM, CONTIG)
     if FLOAT:
         v = tl.full([BLOCK], fvalue, tl.float64)
     else:
@@ -58,7 +58,7 @@ def fill_into(dst: NBXTensor, value: bool | int | float) -> None:
     block = block_size(n, gpu=2048)
     f, i, is_float = _split(value)
     launch(_fill_kernel, (cdiv(n, block),), dst, f, i, n, shape, st, FLOAT=is_float, NDIM=len(shape),
-           BLOCK=block, INT64=needs_int64(n, dst), num_warps=8 if BACKEND != "cpu" else 1)
+           CONTIG=st == (1,), BLOCK=block, INT64=needs_int64(n, dst), num_warps=8 if BACKEND != "cpu" else 1)
 
 
 def range_into(dst: NBXTensor, start: int | float, step: int | float, end: float | None = None) -> None:
