@@ -89,6 +89,13 @@ def ensure_context(index: int) -> None:
             dev = check(driver.cuDeviceGet(index), "cuDeviceGet")
             ctx = check(driver.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
             _contexts[index] = ctx
+            check(driver.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+            # The pool's default release threshold (0) hands freed memory back to the driver at
+            # every synchronisation, so each large allocation would map fresh pages: keep it.
+            pool = check(driver.cuDeviceGetDefaultMemPool(dev), "cuDeviceGetDefaultMemPool")
+            keep = driver.cuuint64_t(2**64 - 1)
+            attr = driver.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
+            check(driver.cuMemPoolSetAttribute(pool, attr, keep), "cuMemPoolSetAttribute")
     check(driver.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
 
 
