@@ -174,11 +174,11 @@ def pointwise(
     for _ in range(MAX_OPERANDS - len(operands)):
         args += [out, 0.0, 0, cstrides[0]]
         kinds.append(0)
-    block = block_size(n, gpu=1024)
+    block = block_size(n, gpu=2048)
     launch(
         _pointwise_kernel, (cdiv(n, block),), out, n, cshape, cstrides[0], *args, tuple(sc),
         FN=fn, ARITY=len(operands), KINDS=tuple(kinds), COMPUTE=tl_dtype(comp), NDIM=len(cshape),
         CONTIG=all(st == (1,) for st in cstrides),
-        BLOCK=block, INT64=needs_int64(n, out, *tensors), num_warps=4 if BACKEND != "cpu" else 1,
+        BLOCK=block, INT64=needs_int64(n, out, *tensors), num_warps=8 if BACKEND != "cpu" else 1,
     )
     return out
