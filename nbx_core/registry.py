@@ -205,6 +205,14 @@ class Registrar:
             _, op, _ = opnames.split_op_name(name, str(self._provenance))
             self.register(name, f"{module}:{op}")
 
+    def register_modules(self, modules: Mapping[str, Iterable[str]]) -> None:
+        """``register_module`` for each module -> names pair: a plugin's whole registration.
+
+        ``register_modules({"nbx_norm.rms_norm": ["aten::rms_norm"], ...})``.
+        """
+        for module, names in modules.items():
+            self.register_module(module, names)
+
 
 @dataclass(frozen=True)
 class _Resolution:

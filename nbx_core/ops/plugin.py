@@ -22,8 +22,6 @@ _SCALAR = ["item", "_local_scalar_dense", "is_nonzero", "equal", "resize_", "set
 
 @hookimpl
 def nbx_register_kernels(registry) -> None:
-    for module, names in (
-        ("views", _VIEWS), ("copy", _COPY), ("creation", _CREATION), ("join", _JOIN), ("scalar", _SCALAR),
-        ("sequence", ["_pack_padded_sequence"]),
-    ):
-        registry.register_module(f"nbx_core.ops.{module}", [f"aten::{n}" for n in names])
+    groups = {"views": _VIEWS, "copy": _COPY, "creation": _CREATION, "join": _JOIN, "scalar": _SCALAR,
+              "sequence": ["_pack_padded_sequence"]}
+    registry.register_modules({f"nbx_core.ops.{m}": [f"aten::{n}" for n in names] for m, names in groups.items()})

@@ -47,5 +47,4 @@ NAMES: tuple[str, ...] = tuple(n for names in _MODULES.values() for n in names)
 @hookimpl
 def nbx_register_kernels(registry: Any) -> None:
     """Register every elementwise op to its lazily imported wrapper (``clip`` is torch's alias of clamp)."""
-    for module, names in _MODULES.items():
-        registry.register_module(module, names)
+    registry.register_modules(_MODULES)

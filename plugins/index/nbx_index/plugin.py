@@ -26,5 +26,4 @@ NAMES = [f"aten::{op}" for ops in _MODULES.values() for op in ops]
 @hookimpl
 def nbx_register_kernels(registry) -> None:
     """Register every index op, each to the function of its name in its module."""
-    for module, ops in _MODULES.items():
-        registry.register_module(module, [f"aten::{op}" for op in ops])
+    registry.register_modules({m: [f"aten::{op}" for op in ops] for m, ops in _MODULES.items()})

@@ -20,7 +20,6 @@ NAMES: tuple[str, ...] = (*(n for names in _MODULES.values() for n in names), "a
 @hookimpl
 def nbx_register_kernels(registry: Any) -> None:
     """Register every spectral op to its lazily imported wrapper."""
-    for module, names in _MODULES.items():
-        registry.register_module(module, names)
+    registry.register_modules(_MODULES)
     # stft.center puts `center, pad_mode` where the default overload has `normalized`.
     registry.register("aten::stft.center", "nbx_spectral.stft:stft_center")
