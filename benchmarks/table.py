@@ -21,7 +21,8 @@ def table() -> str:
         lines.append(f"{env['gpu']}, driver {env['driver']}, torch {env['torch']}, triton {env['triton']}, "
                      f"{env['date']}; ceilings: copy {env['ceilings']['copy_GBps']} GB/s, "
                      f"bf16 mm {env['ceilings']['bf16_mm_TFLOPs']} TFLOP/s\n")
-        lines.append("| op | shape | dtype | NBX ms | torch ms | ratio (torch/NBX) | NBX GB/s or TFLOP/s | of ceiling |")
+        lines.append("| op | shape | dtype | NBX ms | torch ms | ratio (torch/NBX) | NBX GB/s or TFLOP/s "
+                     "| of ceiling |")
         lines.append("| --- | --- | --- | --- | --- | --- | --- | --- |")
         for r in doc["results"]:
             if "nbx_ms" not in r:
