@@ -30,7 +30,7 @@ from .errors import NbxTypeError, NbxValueError
 from .kernels.copy import cast_to
 from .kernels.indexing import block_indices, needs_int64, offsets
 from .launch import BACKEND, block_size, cdiv, launch
-from .shape import broadcast_shapes, broadcast_strides, coalesce
+from .shape import broadcast_shapes, broadcast_strides, coalesce, contiguous_strides, numel
 from .tensor import NBXTensor, check_device, empty_tensor
 
 MAX_OPERANDS = 4
@@ -106,6 +106,27 @@ def check_castable(op: str, result: D.DType, out: D.DType) -> None:
         )
 
 
+class _Plan:
+    """What a pointwise call computes from its operands' metadata, kept per geometry (host time)."""
+
+    __slots__ = ("shape", "result", "device", "n", "cshape", "out_strides", "slots", "meta")
+
+    def __init__(self, shape: tuple[int, ...], result: D.DType, device: Any, n: int, cshape: tuple[int, ...],
+                 out_strides: tuple[int, ...], slots: list[tuple[int, tuple[int, ...]]], meta: dict[str, Any]) -> None:
+        self.shape, self.result, self.device, self.n = shape, result, device, n
+        self.cshape, self.out_strides, self.slots, self.meta = cshape, out_strides, slots, meta
+
+
+_plans: dict[tuple, _Plan] = {}
+_MAX_PLANS = 4096
+
+
+def _geometry(v: Any) -> Any:
+    if type(v) is NBXTensor:
+        return (v.dtype, v._shape, v._strides, v._storage.device)
+    return type(v)
+
+
 def pointwise(
     op: str,
     fn: Any,
@@ -124,7 +145,41 @@ def pointwise(
     division). ``compute`` is the dtype the math sees (default: the common dtype, half types
     widened to float32). ``out_dtype`` is the stored dtype (default: the common dtype; comparisons
     pass bool). ``out`` writes in place into an existing tensor of the broadcast shape.
+
+    Checks, promotion, broadcasting and dim coalescing depend only on the operands' metadata, so
+    their outcome is kept per geometry and a repeated call only allocates and launches.
     """
+    key = (op, fn, dtype, compute, out_dtype, float_op, tuple(map(_geometry, operands)),
+           None if out is None else _geometry(out))
+    plan = _plans.get(key)
+    if plan is None:
+        plan = _make_plan(op, operands, dtype, compute, out_dtype, float_op, out)
+        if len(_plans) >= _MAX_PLANS:
+            _plans.clear()
+        _plans[key] = plan
+    if out is None:
+        out = empty_tensor(plan.shape, plan.result, plan.device)
+    if plan.n == 0:
+        return out
+    args: list[Any] = []
+    it = iter(operands)
+    for kind, strides in plan.slots:
+        if kind == 1:
+            args += (next(it), 0.0, 0, strides)
+        elif kind == 2:
+            args += (out, float(next(it)), 0, strides)
+        elif kind == 3:
+            args += (out, 0.0, int(next(it)), strides)
+        else:
+            args += (out, 0.0, 0, strides)
+    meta = plan.meta
+    launch(_pointwise_kernel, meta["grid"], out, plan.n, plan.cshape, plan.out_strides, *args, tuple(sc),
+           FN=fn, **meta["constexprs"])
+    return out
+
+
+def _make_plan(op: str, operands: tuple, dtype: D.DType | None, compute: D.DType | None,
+               out_dtype: D.DType | None, float_op: bool, out: NBXTensor | None) -> _Plan:
     if not 1 <= len(operands) <= MAX_OPERANDS:
         raise NbxValueError(f"{op}: pointwise takes 1 to {MAX_OPERANDS} operands, got {len(operands)}")
     tensors = [t for t in operands if isinstance(t, NBXTensor)]
@@ -148,37 +203,45 @@ def pointwise(
                 raise NbxValueError(f"{op}: output of shape {out.shape} cannot hold the result of shape {shape}")
             shape = out.shape
         check_castable(op, result, out.dtype)
+        out_strides = out.stride()
     else:
-        out = empty_tensor(shape, result, device)
-    n = out.numel()
-    if n == 0:
-        return out
-    strides = [out.stride()]
+        out_strides = contiguous_strides(shape)
+    n = numel(shape)
+    strides = [out_strides]
     for t in tensors:
         strides.append(broadcast_strides(t.shape, t.stride(), shape))
     cshape, cstrides = coalesce(shape, *strides)
-    args: list[Any] = []
+    slots: list[tuple[int, tuple[int, ...]]] = []
     kinds: list[int] = []
     k = 1
     for v in operands:
         if isinstance(v, NBXTensor):
-            args += [v, 0.0, 0, cstrides[k]]
-            kinds.append(1)
+            slots.append((1, cstrides[k]))
             k += 1
-        elif isinstance(v, float):
-            args += [out, float(v), 0, cstrides[0]]
-            kinds.append(2)
         else:
-            args += [out, 0.0, int(v), cstrides[0]]
-            kinds.append(3)
-    for _ in range(MAX_OPERANDS - len(operands)):
-        args += [out, 0.0, 0, cstrides[0]]
-        kinds.append(0)
+            slots.append((2 if isinstance(v, float) else 3, cstrides[0]))
+    slots += [(0, cstrides[0])] * (MAX_OPERANDS - len(operands))
+    kinds = [kind for kind, _ in slots]
     block = block_size(n, gpu=2048)
-    launch(
-        _pointwise_kernel, (cdiv(n, block),), out, n, cshape, cstrides[0], *args, tuple(sc),
-        FN=fn, ARITY=len(operands), KINDS=tuple(kinds), COMPUTE=tl_dtype(comp), NDIM=len(cshape),
-        CONTIG=all(st == (1,) for st in cstrides),
-        BLOCK=block, INT64=needs_int64(n, out, *tensors), num_warps=8 if BACKEND != "cpu" else 1,
-    )
-    return out
+    # int64 offsets when any operand's reach (or the output's) can pass 2**31
+    reach = [_Reach(shape, out_strides), *tensors]
+    meta = {
+        "grid": (cdiv(n, block),),
+        "constexprs": dict(
+            ARITY=len(operands), KINDS=tuple(kinds), COMPUTE=tl_dtype(comp), NDIM=len(cshape),
+            CONTIG=all(st == (1,) for st in cstrides), BLOCK=block, INT64=needs_int64(n, *reach),
+            num_warps=8 if BACKEND != "cpu" else 1,
+        ),
+    }
+    return _Plan(shape, result, device, n, cshape, cstrides[0], slots, meta)
+
+
+class _Reach:
+    """Shape and strides of an output not allocated yet, for needs_int64."""
+
+    def __init__(self, shape: tuple[int, ...], strides: tuple[int, ...]) -> None:
+        self.shape = shape
+        self._strides = strides
+
+    def stride(self) -> tuple[int, ...]:
+        return self._strides

@@ -76,8 +76,13 @@ def device_count() -> int:
     return n if err == driver.CUresult.CUDA_SUCCESS else 0
 
 
+_thread = threading.local()
+
+
 def ensure_context(index: int) -> None:
     """Make the primary context of device ``index`` current on this thread (shared with torch)."""
+    if getattr(_thread, "index", None) == index:
+        return
     driver = _driver()
     with _lock:
         ctx = _contexts.get(index)
@@ -97,6 +102,7 @@ def ensure_context(index: int) -> None:
             attr = driver.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
             check(driver.cuMemPoolSetAttribute(pool, attr, keep), "cuMemPoolSetAttribute")
     check(driver.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    _thread.index = index
 
 
 _capture = threading.local()
