@@ -21,12 +21,13 @@ third grid axis (flash-decoding); each split writes its partial (acc, m, l) in f
 kernel merges them.
 
 Triton's interpreter multiplies bfloat16 ``tl.dot`` operands wrongly (it reads their bits as
-integers), so on the cpu backend bfloat16 operands are widened to float32 first (``BF16_WIDEN``):
-the products are exact either way and accumulate in float32 as on the GPU.
+integers): every dot's
+operands go through ``nbx_core.kernels.dot.dot_operand``, which widens them to float32 there (exact).
 """
 
 import math
 
+from nbx_core.kernels.dot import dot_operand
 from nbx_core.launch import BACKEND, cdiv, launch, next_pow2
 
 # isort: split
@@ -49,15 +50,13 @@ def _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, of
                 L, S, qk_scale, skn, skd, svn, svd, smm, smn,
                 E: tl.constexpr, EV: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
                 MASK_KIND: tl.constexpr, CAUSAL: tl.constexpr, EDGE: tl.constexpr, PREC: tl.constexpr,
-                ACC: tl.constexpr, BF16_WIDEN: tl.constexpr):
+                ACC: tl.constexpr):
     cols = start_n + offs_n
     kv_ok = cols < S
     d_ok = offs_d < E
     kt = tl.load(k_base + cols[None, :] * skn + offs_d[:, None] * skd,
                  mask=kv_ok[None, :] & d_ok[:, None], other=0.0)
-    if BF16_WIDEN:
-        kt = kt.to(tl.float32)
-    qk = tl.dot(q, kt, input_precision=PREC, out_dtype=ACC) * qk_scale
+    qk = tl.dot(dot_operand(q), dot_operand(kt), input_precision=PREC, out_dtype=ACC) * qk_scale
     if MASK_KIND != 0:
         mptr = mask_base + offs_m[:, None] * smm + cols[None, :] * smn
         mok = (offs_m < L)[:, None] & kv_ok[None, :]
@@ -78,12 +77,8 @@ def _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, of
     l_i = l_i * alpha + tl.sum(p, axis=1)
     v = tl.load(v_base + cols[:, None] * svn + offs_dv[None, :] * svd,
                 mask=kv_ok[:, None] & (offs_dv < EV)[None, :], other=0.0)
-    if BF16_WIDEN:
-        # Round p as the GPU path does, then multiply in float32 (exact for bfloat16 operands).
-        acc = acc * alpha[:, None] + tl.dot(p.to(tl.bfloat16).to(tl.float32), v.to(tl.float32),
-                                            input_precision="ieee", out_dtype=ACC)
-    else:
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=PREC, out_dtype=ACC)
+    acc = acc * alpha[:, None] + tl.dot(dot_operand(p.to(v.dtype)), dot_operand(v), input_precision=PREC,
+                                        out_dtype=ACC)
     return acc, m_new, l_i
 
 
@@ -109,7 +104,7 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml
                      E: tl.constexpr, EV: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                      BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr, MASK_KIND: tl.constexpr,
                      CAUSAL: tl.constexpr, SPLIT: tl.constexpr, STORE_LSE: tl.constexpr,
-                     PREC: tl.constexpr, ACC: tl.constexpr, BF16_WIDEN: tl.constexpr):
+                     PREC: tl.constexpr, ACC: tl.constexpr):
     start_m = tl.program_id(0)
     zh = tl.program_id(1)
     split = tl.program_id(2)
@@ -129,8 +124,6 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml
     mask_base = mask_ptr + z * smz + h.to(tl.int64) * smh
     q = tl.load(q_base + offs_m[:, None] * sqm + offs_d[None, :] * sqd,
                 mask=(offs_m < L)[:, None] & (offs_d < E)[None, :], other=0.0)
-    if BF16_WIDEN:
-        q = q.to(tl.float32)
     m_i = tl.full([BLOCK_M], float("-inf"), ACC)
     l_i = tl.zeros([BLOCK_M], ACC)
     acc = tl.zeros([BLOCK_M, BLOCK_DV], ACC)
@@ -144,13 +137,11 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml
     for start_n in range(lo, mid, BLOCK_N):
         acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n,
                                     offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn,
-                                    E, EV, BLOCK_D, BLOCK_DV, MASK_KIND, CAUSAL, False, PREC, ACC,
-                                    BF16_WIDEN)
+                                    E, EV, BLOCK_D, BLOCK_DV, MASK_KIND, CAUSAL, False, PREC, ACC)
     for start_n in range(mid, hi, BLOCK_N):
         acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n,
                                     offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn,
-                                    E, EV, BLOCK_D, BLOCK_DV, MASK_KIND, CAUSAL, True, PREC, ACC,
-                                    BF16_WIDEN)
+                                    E, EV, BLOCK_D, BLOCK_DV, MASK_KIND, CAUSAL, True, PREC, ACC)
     if SPLIT:
         # Partials: part[zh, split, m, dv] (unnormalised acc) and ml[zh, split, m, 0:2] = (m, l).
         n_split = tl.num_programs(2)
@@ -259,7 +250,7 @@ def flash_forward(q: NBXTensor, k: NBXTensor, v: NBXTensor, mask: NBXTensor | No
            *q.stride(), *k.stride(), *v.stride(), *ms, *out.stride(), *ls,
            E=E, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=bd, MASK_KIND=kind, CAUSAL=causal, SPLIT=split,
            PREC="ieee" if q.dtype in (D.float32, D.float64) else "tf32",
-           BF16_WIDEN=BACKEND == "cpu" and q.dtype is D.bfloat16, num_warps=warps, num_stages=stages,
+           num_warps=warps, num_stages=stages,
            **common)
     if split:
         mbm = max(16, min(64, next_pow2(L)))

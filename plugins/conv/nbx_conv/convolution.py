@@ -19,6 +19,7 @@ import triton.language as tl
 
 from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
+from nbx_core.kernels.dot import dot_operand
 from nbx_core.kernels.indexing import needs_int64
 from nbx_core.launch import BACKEND, cdiv, launch, next_pow2
 from nbx_core.ops.views import squeeze, unsqueeze
@@ -48,15 +49,10 @@ def _in_coords(oh, ow, r, s, H, W, stride_h, stride_w, pad_h, pad_w, dil_h, dil_
 
 @triton.jit
 def _mac(acc, a, b, MODE: tl.constexpr):
-    # MODE 0: tensor-core dot (half types); 1: ieee float32 dot; 2: float64 multiply-add;
-    # 3: bfloat16 on the interpreter, whose dot mis-reads bfloat16 (products are exact in float32).
+    # MODE 0: tensor-core dot (half types); 1: ieee float32 dot; 2: float64 multiply-add.
     if MODE == 0:
-        acc = tl.dot(a, b, acc)
+        acc = tl.dot(dot_operand(a), dot_operand(b), acc)
     elif MODE == 1:
-        acc = tl.dot(a, b, acc, input_precision="ieee")
-    elif MODE == 3:
-        a = a.to(tl.float32)
-        b = b.to(tl.float32)
         acc = tl.dot(a, b, acc, input_precision="ieee")
     else:
         acc += tl.sum(a[:, :, None].to(tl.float64) * b[None, :, :].to(tl.float64), axis=1)
@@ -197,8 +193,6 @@ def _conv(op: str, x: NBXTensor, w: NBXTensor, bias: NBXTensor | None, stride: t
     else:
         wg, wk, wc = kg * ws[0], ws[0], ws[1]
     mode = 2 if x.dtype is D.float64 else 1 if x.dtype is D.float32 else 0
-    if mode == 0 and x.dtype is D.bfloat16 and BACKEND == "cpu":
-        mode = 3
     grid = (cdiv(m, bm), cdiv(kg, bn), groups)
     launch(
         _conv_kernel, grid, x, w, bias if bias is not None else x, out,

@@ -27,6 +27,7 @@ from nbx_core import dtypes as D
 from nbx_core.backend import default_device
 from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
 from nbx_core.kernels.copy import cast_to
+from nbx_core.kernels.dot import dot_operand
 from nbx_core.kernels.indexing import needs_int64, strided_offsets
 from nbx_core.launch import BACKEND, cdiv, launch, next_pow2
 from nbx_core.pointwise import tl_dtype
@@ -46,7 +47,7 @@ def _gemm_kernel(
     sam, sak, sbk, sbn, scm, scn, som, son,
     alpha_f: tl.float64, beta_f: tl.float64, alpha_i: tl.int64, beta_i: tl.int64,
     HAS_C: tl.constexpr, USE_DOT: tl.constexpr, INT_ACC: tl.constexpr, PRECISION: tl.constexpr,
-    ACC: tl.constexpr, UPCAST: tl.constexpr, BNDIM: tl.constexpr, EVEN_K: tl.constexpr, INT64: tl.constexpr,
+    ACC: tl.constexpr, BNDIM: tl.constexpr, EVEN_K: tl.constexpr, INT64: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
     # Grouped ordering: GROUP_M row tiles run together and share each column tile of b in L2.
@@ -84,13 +85,8 @@ def _gemm_kernel(
             left = K - k * BLOCK_K
             a = tl.load(a_ptrs, mask=rk[None, :] < left, other=0)
             b = tl.load(b_ptrs, mask=rk[:, None] < left, other=0)
-        if UPCAST:
-            # Triton's interpreter multiplies bfloat16 dot operands as raw bits: widen first
-            # (exact, and the same float32 accumulation the GPU does).
-            a = a.to(tl.float32)
-            b = b.to(tl.float32)
         if USE_DOT:
-            acc = tl.dot(a, b, acc, input_precision=PRECISION)
+            acc = tl.dot(dot_operand(a), dot_operand(b), acc, input_precision=PRECISION)
         else:
             acc += tl.sum(a.to(ACC)[:, :, None] * b.to(ACC)[None, :, :], axis=1)
         a_ptrs += BLOCK_K * sak
@@ -168,7 +164,6 @@ def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alp
         bm, bn, bk = min(bm, 32), min(bn, 32), min(bk, 8)  # the broadcast product lives in registers
     precision = triton_input_precision() if a.dtype is D.float32 or BACKEND == "cpu" else "ieee"
     is_int = acc.is_integral
-    upcast = BACKEND == "cpu" and use_dot and a.dtype is D.bfloat16
     tensors = [t for t in (a, b, out) if t is not None] + ([c] if use_c else [])
     nbatch = numel(batch)
     tiles = cdiv(m, bm) * cdiv(n, bn)
@@ -181,7 +176,7 @@ def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alp
             0.0 if is_int else float(alpha), 0.0 if is_int else float(beta),
             int(alpha) if is_int else 0, int(beta) if is_int else 0,
             HAS_C=use_c, USE_DOT=use_dot, INT_ACC=is_int, PRECISION=precision, ACC=tl_dtype(acc),
-            UPCAST=upcast, BNDIM=len(bshape), EVEN_K=k % bk == 0, INT64=needs_int64(numel(shape), *tensors),
+            BNDIM=len(bshape), EVEN_K=k % bk == 0, INT64=needs_int64(numel(shape), *tensors),
             BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, **cfg,
         )
     return out
