@@ -54,10 +54,13 @@ def graph_capture(h) -> None:
 
 
 def host_overhead(h) -> None:
-    """Host microseconds per small op: NBX through the registry, a plain Triton launch, torch eager."""
+    """Host microseconds per small op: NBX through the registry; Triton launching the same kernel
+    (NBX's pointwise kernel, the same arguments, its output allocated beforehand); a minimal Triton
+    add kernel; torch eager."""
     import triton
     import triton.language as tl
 
+    from nbx_core import pointwise as pw
     from nbx_core.registry import get_registry
 
     @triton.jit
@@ -71,17 +74,28 @@ def host_overhead(h) -> None:
     A, B = h.nbx(a), h.nbx(b)
     reg = get_registry()
     rows = {
-        "triton_launch_us": _host_us(lambda: _add[(1,)](a, b, c, 1024, BLOCK=1024)),
+        "triton_minimal_add_us": _host_us(lambda: _add[(1,)](a, b, c, 1024, BLOCK=1024)),
         "torch_add_us": _host_us(lambda: torch.add(a, b)),
     }
     try:
         add = reg.lookup("aten::add")
         rows["nbx_add_registry_us"] = _host_us(lambda: reg.call("aten::add", A, B))
         rows["nbx_add_direct_us"] = _host_us(lambda: add(A, B))
+        plan = next(p for k, p in pw._plans.items() if k[0] == "aten::add" and k[6][0][1] == (1024,))
+        prep = plan.run
+        targs = list(prep.args)
+        for pos, v in zip(prep.varying, (c, a, b, c, c, ()), strict=True):
+            targs[pos] = v
+        kernel = prep.kernel[prep.grid]
+        rows["triton_same_kernel_us"] = _host_us(lambda: kernel(*targs, **prep.kwargs))
+        out = add(A, B)
+        rows["nbx_prepared_launch_only_us"] = _host_us(lambda: prep(out, A, B, out, out, ()))
     except Exception as e:  # nbx-elementwise missing: the core copy stands in
-        rows["nbx_add_error"] = str(e)
+        rows["nbx_add_error"] = f"{type(e).__name__}: {e}"
     from nbx_core.ops.copy import clone
+    from nbx_core.tensor import empty_tensor
 
+    rows["nbx_alloc_us"] = _host_us(lambda: empty_tensor((1024,), A.dtype, A.device))
     rows["nbx_clone_us"] = _host_us(lambda: clone(A))
     rows["torch_clone_us"] = _host_us(lambda: a.clone())
     for k, v in rows.items():

@@ -157,29 +157,36 @@ class _CudaLauncher:
         key: list[Any] = []
         raw: list[Any] = []
         for a in args:
-            t = type(a)
-            if t is NBXTensor:
-                st = a._storage
-                if st.device.type != "cuda":
-                    raise _wrong_device(a, "cuda")
-                ptr = st.ptr + a._offset * a.dtype.itemsize
+            if type(a) is NBXTensor:
+                ptr = _device_ptr(a)
                 key.append((a.dtype, ptr & 15 == 0))
                 raw.append(ptr)
             else:
                 key.append(_spec(a))
                 raw.append(a)
-        k = (tuple(key), tuple(kwargs.items()))
-        hit = self.cache.get(k)
+        compiled, tail = self.compiled((tuple(key), tuple(kwargs.items())), grid, args, kwargs)
+        g = (*grid, 1, 1)
+        compiled.run(g[0], g[1], g[2], _cuda.current_stream(), compiled.function, compiled.packed_metadata,
+                     None, None, None, *raw, *tail)
+
+    def compiled(self, key: tuple, grid: Sequence[int], args: tuple, kwargs: dict[str, Any]) -> tuple[Any, list]:
+        """The compiled variant for ``key`` (compiling it from ``args`` the first time) and the
+        trailing arguments its launcher takes after ``args``."""
+        hit = self.cache.get(key)
         if hit is None:
             # Triton binds and compiles once per signature; every launch then goes straight to the
             # compiled kernel's launcher on NBX's stream.
             compiled = self.kernel.run(*[_cuda_arg(a) for a in args], grid=tuple(grid), warmup=True, **kwargs)
             tail = [kwargs[n] if n in kwargs else self.defaults[n] for n in self.names[len(args):]]
-            hit = self.cache[k] = (compiled, tail)
-        compiled, tail = hit
-        g = (*grid, 1, 1)
-        compiled.run(g[0], g[1], g[2], _cuda.current_stream(), compiled.function, compiled.packed_metadata,
-                     None, None, None, *raw, *tail)
+            hit = self.cache[key] = (compiled, tail)
+        return hit
+
+
+def _device_ptr(t: NBXTensor) -> int:
+    st = t._storage
+    if st.device.type != "cuda":
+        raise _wrong_device(t, "cuda")
+    return st.ptr + t._offset * t.dtype.itemsize
 
 
 class _CudaPtr:
@@ -224,13 +231,7 @@ def launch(kernel: Any, grid: Sequence[int], *args: Any, **kwargs: Any) -> None:
     if any(g == 0 for g in grid):
         return
     if BACKEND == "cuda":
-        launcher = _cuda_launchers.get(kernel)
-        if launcher is None:
-            from .memory.cuda import ensure_context
-
-            ensure_context(0)
-            launcher = _cuda_launchers[kernel] = _CudaLauncher(kernel)
-        launcher(grid, args, kwargs)
+        _cuda_launcher(kernel)(grid, args, kwargs)
     elif BACKEND == "cpu":
         _check_args(args, kwargs)
         kernel[grid](*_interp_args(args), **kwargs)
@@ -245,6 +246,80 @@ def launch(kernel: Any, grid: Sequence[int], *args: Any, **kwargs: Any) -> None:
 
 
 _cuda_launchers: dict[Any, _CudaLauncher] = {}
+
+
+def _cuda_launcher(kernel: Any) -> _CudaLauncher:
+    launcher = _cuda_launchers.get(kernel)
+    if launcher is None:
+        _cuda.ensure_context(0)
+        launcher = _cuda_launchers[kernel] = _CudaLauncher(kernel)
+    return launcher
+
+
+class Prepared:
+    """A launch of one kernel over one grid whose arguments are fixed except at some positions.
+
+    Build it with :func:`prepare`; calling it with the values of the varying positions (in order)
+    launches. What a launch derives from the fixed arguments (their specialization, the grid, the
+    trailing constexprs) is computed once, so a call costs a pass over the varying values only.
+    """
+
+    __slots__ = ("kernel", "grid", "args", "varying", "kwargs", "raw", "tail", "variants", "launcher")
+
+    def __init__(self, kernel: Any, grid: tuple[int, ...], args: Sequence[Any], varying: Sequence[int],
+                 kwargs: dict[str, Any]) -> None:
+        self.kernel, self.grid, self.kwargs = kernel, grid, kwargs
+        self.args = list(args)
+        self.varying = tuple(varying)
+        self.variants: dict[tuple, Any] = {}
+        self.launcher = _cuda_launcher(kernel) if BACKEND == "cuda" and all(grid) else None
+        self.raw = list(args)
+        self.tail: list[Any] = []
+
+    def _full(self, values: Sequence[Any]) -> list[Any]:
+        args = list(self.args)
+        for pos, v in zip(self.varying, values, strict=True):
+            args[pos] = v
+        return args
+
+    def __call__(self, *values: Any) -> None:
+        launcher = self.launcher
+        if launcher is None:
+            launch(self.kernel, self.grid, *self._full(values), **self.kwargs)
+            return
+        raw = self.raw
+        key = []
+        last = ptr = None
+        for pos, v in zip(self.varying, values, strict=True):
+            if v is last:  # a tensor passed again (pointwise's unused slots): same pointer, same key
+                raw[pos] = ptr
+            elif type(v) is NBXTensor:
+                last = v
+                ptr = raw[pos] = _device_ptr(v)
+                key.append((v.dtype, ptr & 15 == 0))
+            else:
+                raw[pos] = v
+                key.append(_spec(v))
+        key = tuple(key)
+        compiled = self.variants.get(key)
+        if compiled is None:
+            args = self._full(values)
+            full_key = (tuple(map(_spec, args)), tuple(self.kwargs.items()))
+            compiled, self.tail = launcher.compiled(full_key, self.grid, tuple(args), self.kwargs)
+            self.variants[key] = compiled
+        g = self.grid
+        compiled.run(g[0], g[1] if len(g) > 1 else 1, g[2] if len(g) > 2 else 1, _cuda.current_stream(),
+                     compiled.function, compiled.packed_metadata, None, None, None, *raw, *self.tail)
+
+
+def prepare(kernel: Any, grid: tuple[int, ...], args: Sequence[Any], varying: Sequence[int],
+            **kwargs: Any) -> Prepared:
+    """A :class:`Prepared` launch of ``kernel`` over ``grid``: ``args`` are its positional arguments,
+    of which those at the indices ``varying`` are given at each call (their values in ``args`` are
+    ignored); keywords carry constexprs and compile options, as for :func:`launch`."""
+    if not isinstance(grid, tuple):
+        raise NbxTypeError(f"prepare: grid must be a tuple of ints, got {type(grid).__name__}")
+    return Prepared(kernel, grid, args, varying, kwargs)
 
 
 def cdiv(a: int, b: int) -> int:

@@ -29,9 +29,11 @@ from . import dtypes as D
 from .errors import NbxTypeError, NbxValueError
 from .kernels.copy import cast_to
 from .kernels.indexing import block_indices, needs_int64, offsets
-from .launch import BACKEND, block_size, cdiv, launch
+from .launch import BACKEND, block_size, cdiv, prepare
+from .memory import allocate
+from .plans import PlanCache, geometry
 from .shape import broadcast_shapes, broadcast_strides, coalesce, contiguous_strides, numel
-from .tensor import NBXTensor, check_device, empty_tensor
+from .tensor import ZERO_NEW, NBXTensor, check_device
 
 MAX_OPERANDS = 4
 _TL = {
@@ -107,24 +109,21 @@ def check_castable(op: str, result: D.DType, out: D.DType) -> None:
 
 
 class _Plan:
-    """What a pointwise call computes from its operands' metadata, kept per geometry (host time)."""
+    """What a pointwise call computes from its operands' metadata, kept per geometry (host time):
+    the result's shape, dtype and device, and a prepared launch whose varying arguments are the
+    output, the operands and ``sc`` (``sources`` says where each comes from)."""
 
-    __slots__ = ("shape", "result", "device", "n", "cshape", "out_strides", "slots", "meta")
+    __slots__ = ("shape", "strides", "nbytes", "result", "device", "n", "sources", "run")
 
-    def __init__(self, shape: tuple[int, ...], result: D.DType, device: Any, n: int, cshape: tuple[int, ...],
-                 out_strides: tuple[int, ...], slots: list[tuple[int, tuple[int, ...]]], meta: dict[str, Any]) -> None:
+    def __init__(self, shape: tuple[int, ...], result: D.DType, device: Any, n: int,
+                 sources: list[tuple[int, int]], run: Any) -> None:
         self.shape, self.result, self.device, self.n = shape, result, device, n
-        self.cshape, self.out_strides, self.slots, self.meta = cshape, out_strides, slots, meta
+        self.strides = contiguous_strides(shape)
+        self.nbytes = n * result.itemsize
+        self.sources, self.run = sources, run
 
 
-_plans: dict[tuple, _Plan] = {}
-_MAX_PLANS = 4096
-
-
-def _geometry(v: Any) -> Any:
-    if type(v) is NBXTensor:
-        return (v.dtype, v._shape, v._strides, v._storage.device)
-    return type(v)
+_plans: PlanCache[_Plan] = PlanCache()
 
 
 def pointwise(
@@ -149,36 +148,29 @@ def pointwise(
     Checks, promotion, broadcasting and dim coalescing depend only on the operands' metadata, so
     their outcome is kept per geometry and a repeated call only allocates and launches.
     """
-    key = (op, fn, dtype, compute, out_dtype, float_op, tuple(map(_geometry, operands)),
-           None if out is None else _geometry(out))
-    plan = _plans.get(key)
-    if plan is None:
-        plan = _make_plan(op, operands, dtype, compute, out_dtype, float_op, out)
-        if len(_plans) >= _MAX_PLANS:
-            _plans.clear()
-        _plans[key] = plan
+    key = (op, fn, dtype, compute, out_dtype, float_op, tuple(map(geometry, operands)),
+           None if out is None else geometry(out))
+    plan = _plans.get(key, lambda: _make_plan(op, fn, operands, dtype, compute, out_dtype, float_op, out))
     if out is None:
-        out = empty_tensor(plan.shape, plan.result, plan.device)
+        out = NBXTensor(allocate(plan.nbytes, plan.device, zero=ZERO_NEW), plan.shape, plan.strides, 0, plan.result)
     if plan.n == 0:
         return out
-    args: list[Any] = []
-    it = iter(operands)
-    for kind, strides in plan.slots:
+    values: list[Any] = [out]
+    for kind, i in plan.sources:
         if kind == 1:
-            args += (next(it), 0.0, 0, strides)
+            values.append(operands[i])
         elif kind == 2:
-            args += (out, float(next(it)), 0, strides)
+            values.append(float(operands[i]))
         elif kind == 3:
-            args += (out, 0.0, int(next(it)), strides)
+            values.append(int(operands[i]))
         else:
-            args += (out, 0.0, 0, strides)
-    meta = plan.meta
-    launch(_pointwise_kernel, meta["grid"], out, plan.n, plan.cshape, plan.out_strides, *args, tuple(sc),
-           FN=fn, **meta["constexprs"])
+            values.append(out)
+    values.append(tuple(sc))
+    plan.run(*values)
     return out
 
 
-def _make_plan(op: str, operands: tuple, dtype: D.DType | None, compute: D.DType | None,
+def _make_plan(op: str, fn: Any, operands: tuple, dtype: D.DType | None, compute: D.DType | None,
                out_dtype: D.DType | None, float_op: bool, out: NBXTensor | None) -> _Plan:
     if not 1 <= len(operands) <= MAX_OPERANDS:
         raise NbxValueError(f"{op}: pointwise takes 1 to {MAX_OPERANDS} operands, got {len(operands)}")
@@ -211,29 +203,40 @@ def _make_plan(op: str, operands: tuple, dtype: D.DType | None, compute: D.DType
     for t in tensors:
         strides.append(broadcast_strides(t.shape, t.stride(), shape))
     cshape, cstrides = coalesce(shape, *strides)
-    slots: list[tuple[int, tuple[int, ...]]] = []
+    # Argument layout: out, n, shape, out strides, then (pointer, float, int, strides) per operand
+    # slot, then sc. A slot without a tensor points at the output, which it never reads.
+    args: list[Any] = [None, n, cshape, cstrides[0]]
+    varying = [0]
+    sources: list[tuple[int, int]] = []  # (0 out | 1 tensor | 2 float | 3 int, operand index)
     kinds: list[int] = []
     k = 1
-    for v in operands:
-        if isinstance(v, NBXTensor):
-            slots.append((1, cstrides[k]))
+    for slot in range(MAX_OPERANDS):
+        v = operands[slot] if slot < len(operands) else None
+        base = 4 + 4 * slot
+        kind = 0 if v is None else 1 if isinstance(v, NBXTensor) else 2 if isinstance(v, float) else 3
+        kinds.append(kind)
+        if kind == 1:
+            args += (None, 0.0, 0, cstrides[k])
             k += 1
         else:
-            slots.append((2 if isinstance(v, float) else 3, cstrides[0]))
-    slots += [(0, cstrides[0])] * (MAX_OPERANDS - len(operands))
-    kinds = [kind for kind, _ in slots]
+            args += (None, 0.0, 0, cstrides[0])
+        varying.append(base)
+        sources.append((1 if kind == 1 else 0, slot))
+        if kind in (2, 3):
+            varying.append(base + kind - 1)
+            sources.append((kind, slot))
+    varying.append(len(args))
+    args.append(())
     block = block_size(n, gpu=2048)
     # int64 offsets when any operand's reach (or the output's) can pass 2**31
     reach = [_Reach(shape, out_strides), *tensors]
-    meta = {
-        "grid": (cdiv(n, block),),
-        "constexprs": dict(
-            ARITY=len(operands), KINDS=tuple(kinds), COMPUTE=tl_dtype(comp), NDIM=len(cshape),
-            CONTIG=all(st == (1,) for st in cstrides), BLOCK=block, INT64=needs_int64(n, *reach),
-            num_warps=8 if BACKEND != "cpu" else 1,
-        ),
-    }
-    return _Plan(shape, result, device, n, cshape, cstrides[0], slots, meta)
+    run = prepare(
+        _pointwise_kernel, (cdiv(n, block),), args, varying, FN=fn,
+        ARITY=len(operands), KINDS=tuple(kinds), COMPUTE=tl_dtype(comp), NDIM=len(cshape),
+        CONTIG=all(st == (1,) for st in cstrides), BLOCK=block, INT64=needs_int64(n, *reach),
+        num_warps=8 if BACKEND != "cpu" else 1,
+    )
+    return _Plan(shape, result, device, n, sources, run)
 
 
 class _Reach:

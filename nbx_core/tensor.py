@@ -13,12 +13,17 @@ from typing import Any
 
 import numpy as np
 
+from . import backend as _backend
 from . import dtypes as D
 from .device import CPU, Device, as_device
 from .errors import DeviceError, NbxTypeError, NbxValueError
 from .memory import allocate
 from .memory.host import HostStorage
 from .shape import contiguous_strides, is_contiguous, numel
+
+# The aot backend runs no kernel, so new memory would stay whatever it was: it is zeroed there to
+# keep data-dependent host logic (sizes read back from a result) bounded.
+ZERO_NEW = _backend.current() == "aot"
 
 
 class NBXTensor:
@@ -219,13 +224,9 @@ class NBXTensor:
 def empty_tensor(shape: Sequence[int], dtype: D.DType, device: Device | None = None,
                  zero: bool = False) -> NBXTensor:
     """A new contiguous tensor with unspecified values (zeros when ``zero``)."""
-    from .backend import current
-
     dev = device if device is not None else CPU
     shape = tuple(shape)
-    # The aot backend runs no kernel, so host memory stays whatever it was: zero it to keep
-    # data-dependent host logic (sizes read back from a result) bounded there.
-    storage = allocate(numel(shape) * dtype.itemsize, dev, zero=zero or current() == "aot")
+    storage = allocate(numel(shape) * dtype.itemsize, dev, zero=zero or ZERO_NEW)
     return NBXTensor(storage, shape, contiguous_strides(shape), 0, dtype)
 
 

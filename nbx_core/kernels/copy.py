@@ -5,7 +5,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from ..launch import BACKEND, block_size, cdiv, launch
+from ..launch import BACKEND, Prepared, block_size, cdiv, prepare
+from ..plans import PlanCache, geometry
 from ..shape import broadcast_strides, coalesce
 from ..tensor import NBXTensor
 from .indexing import block_indices, needs_int64, offsets
@@ -55,12 +56,19 @@ def copy_into(dst: NBXTensor, src: NBXTensor) -> None:
 
     Real tensors only; complex copies go through float32 views (see nbx_core.ops.copy).
     """
-    n = dst.numel()
-    if n == 0:
+    if dst.numel() == 0:
         return
+    _plans.get((geometry(dst), geometry(src)), lambda: _plan(dst, src))(dst, src)
+
+
+_plans: PlanCache[Prepared] = PlanCache()
+
+
+def _plan(dst: NBXTensor, src: NBXTensor) -> Prepared:
+    n = dst.numel()
     src_strides = broadcast_strides(src.shape, src.stride(), dst.shape)
     shape, (dst_st, src_st) = coalesce(dst.shape, dst.stride(), src_strides)
     block = block_size(n, gpu=2048)
-    launch(_copy_kernel, (cdiv(n, block),), dst, src, n, shape, dst_st, src_st,
-           NDIM=len(shape), CONTIG=dst_st == src_st == (1,), BLOCK=block, INT64=needs_int64(n, dst, src),
-           num_warps=8 if BACKEND != "cpu" else 1)
+    return prepare(_copy_kernel, (cdiv(n, block),), (None, None, n, shape, dst_st, src_st), (0, 1),
+                   NDIM=len(shape), CONTIG=dst_st == src_st == (1,), BLOCK=block,
+                   INT64=needs_int64(n, dst, src), num_warps=8 if BACKEND != "cpu" else 1)

@@ -7,7 +7,6 @@ stream, the stream NBX launches on, so a free is ordered after every kernel that
 from __future__ import annotations
 
 import threading
-import weakref
 
 from ..device import Device
 from ..errors import BackendError, DeviceError, OutOfMemoryError
@@ -38,14 +37,20 @@ class use_stream:
         _stream.value = self.prev
 
 
+_driver_module = None
+
+
 def _driver():
-    try:
-        from cuda.bindings import driver
-    except ImportError as e:
-        raise BackendError(
-            "CUDA device memory needs NVIDIA's CUDA Python bindings: pip install 'nbx-core[cuda]'"
-        ) from e
-    return driver
+    global _driver_module
+    if _driver_module is None:
+        try:
+            from cuda.bindings import driver
+        except ImportError as e:
+            raise BackendError(
+                "CUDA device memory needs NVIDIA's CUDA Python bindings: pip install 'nbx-core[cuda]'"
+            ) from e
+        _driver_module = driver
+    return _driver_module
 
 
 def check(result, what: str):
@@ -117,40 +122,104 @@ def set_capture_id(value: int | None) -> None:
     _capture.value = value
 
 
-def _free(ptr: int, index: int, captured_in: int | None) -> None:
-    # Memory allocated while capturing belongs to the CUDA graph: freeing it inside the same capture
-    # records a free node; after the capture, the graph frees and reallocates it at each launch.
-    if captured_in is not None and captured_in != capture_id():
-        return
+# Freed blocks of up to _CACHED_BLOCK bytes are kept per (device, stream, rounded size) and handed
+# out again without a driver call: small ops would otherwise pay cuMemAllocAsync and cuMemFreeAsync
+# on every result. Reuse is on the stream that freed the block, so stream order keeps it safe.
+_ROUND = 512
+_CACHED_BLOCK = 1 << 20
+_CACHE_LIMIT = 1 << 28
+_blocks: dict[tuple[int, int, int], list[int]] = {}
+_cached = [0]  # bytes in _blocks
+
+
+def empty_cache() -> None:
+    """Give the blocks NBX keeps for reuse back to CUDA's pool (done before failing on OOM)."""
     driver = _driver()
-    ensure_context(index)
-    driver.cuMemFreeAsync(ptr, current_stream())
+    with _lock:
+        for key in list(_blocks):
+            index, stream, size = key
+            ptrs = _blocks.pop(key, [])
+            _cached[0] -= size * len(ptrs)
+            ensure_context(index)
+            for ptr in ptrs:
+                driver.cuMemFreeAsync(ptr, stream)
+
+
+def _alloc(nbytes: int, index: int) -> int:
+    driver = _driver()
+    stream = current_stream()
+    for attempt in range(2):
+        err, ptr = driver.cuMemAllocAsync(nbytes, stream)
+        if err == driver.CUresult.CUDA_SUCCESS:
+            return int(ptr)
+        if attempt == 0 and err == driver.CUresult.CUDA_ERROR_OUT_OF_MEMORY and _cached[0]:
+            empty_cache()
+            continue
+        check((err, ptr), f"allocating {nbytes} bytes on cuda:{index}")
+    raise AssertionError("unreachable")
 
 
 class CudaStorage:
-    """``nbytes`` of device memory on ``cuda:index``; freed when the storage is collected."""
+    """``nbytes`` of device memory on ``cuda:index``. Memory from :meth:`allocate` is owned and
+    freed (or kept for reuse) when the storage is collected; a storage built from a pointer is not."""
 
-    __slots__ = ("ptr", "nbytes", "device", "owner", "_finalizer", "__weakref__")
+    __slots__ = ("ptr", "nbytes", "device", "owner", "_size", "_captured_in", "__weakref__")
 
     def __init__(self, ptr: int, nbytes: int, device: Device, owner: object = None) -> None:
         self.ptr = ptr
         self.nbytes = nbytes
         self.device = device
         self.owner = owner
-        self._finalizer = None
+        self._size = 0  # the owned block's rounded size; 0: not owned
+        self._captured_in: int | None = None
 
     @classmethod
     def allocate(cls, nbytes: int, device: Device, zero: bool = False) -> CudaStorage:
-        driver = _driver()
-        ensure_context(device.index)
+        index = device.index
+        if getattr(_thread, "index", None) != index:
+            ensure_context(index)
         if nbytes == 0:
             return cls(0, 0, device)
-        ptr = int(check(driver.cuMemAllocAsync(nbytes, current_stream()), f"allocating {nbytes} bytes on {device}"))
+        size = -(-nbytes // _ROUND) * _ROUND
+        captured_in = capture_id()
+        ptr = None
+        ptrs = _blocks.get((index, current_stream(), size)) if captured_in is None else None
+        if ptrs:
+            try:
+                ptr = ptrs.pop()
+                _cached[0] -= size
+            except IndexError:  # another thread took the last one
+                pass
+        if ptr is None:
+            ptr = _alloc(size, index)
         st = cls(ptr, nbytes, device)
-        st._finalizer = weakref.finalize(st, _free, ptr, device.index, capture_id())
+        st._size = size
+        st._captured_in = captured_in
         if zero:
-            check(driver.cuMemsetD8Async(ptr, 0, nbytes, current_stream()), "cuMemsetD8Async")
+            check(_driver().cuMemsetD8Async(ptr, 0, nbytes, current_stream()), "cuMemsetD8Async")
         return st
+
+    def __del__(self) -> None:
+        size = self._size
+        if not size:
+            return
+        captured_in = self._captured_in
+        capturing = capture_id()
+        # Memory allocated while capturing belongs to the CUDA graph: freeing it inside the same
+        # capture records a free node; after the capture, the graph frees and reallocates it.
+        if captured_in is not None and captured_in != capturing:
+            return
+        stream = current_stream()
+        if capturing is None and size <= _CACHED_BLOCK and _cached[0] + size <= _CACHE_LIMIT:
+            _blocks.setdefault((self.device.index, stream, size), []).append(self.ptr)
+            _cached[0] += size
+            return
+        try:
+            if getattr(_thread, "index", None) != self.device.index:
+                ensure_context(self.device.index)
+            _driver().cuMemFreeAsync(self.ptr, stream)
+        except Exception:  # interpreter shutdown: the driver module may be gone, the context too
+            pass
 
     def data_ptr(self) -> int:
         return self.ptr

@@ -83,3 +83,42 @@ def test_cuda_launch_cache_gives_the_same_results():
     first = x.clone().cpu().numpy()
     for _ in range(3):
         np.testing.assert_array_equal(x.clone().cpu().numpy(), first)
+
+
+def test_prepared_launch_runs_with_new_values_each_call():
+    from nbx_core.kernels.fill import _fill_kernel
+    from nbx_core.launch import prepare
+
+    dev = "cuda" if current() == "cuda" else "cpu"
+    run = prepare(_fill_kernel, (1,), (None, None, 0, 4, (4,), (1,)), (0, 1), FLOAT=True, NDIM=1, CONTIG=True,
+                  BLOCK=4, INT64=False)
+    a, b = nbx_core.empty(4, device=dev), nbx_core.empty(4, device=dev)
+    run(a, 1.5)
+    run(b, -2.0)
+    if current() != "aot":
+        np.testing.assert_array_equal(a.cpu().numpy(), [1.5] * 4)
+        np.testing.assert_array_equal(b.cpu().numpy(), [-2.0] * 4)
+    with pytest.raises(ValueError):
+        run(a)
+
+
+@cuda_only
+def test_freed_small_blocks_are_reused_and_given_back():
+    from nbx_core.memory import cuda as C
+
+    x = nbx_core.empty(1000, device="cuda")
+    ptr = x.data_ptr()
+    del x
+    assert nbx_core.empty(1000, device="cuda").data_ptr() == ptr  # 4000 bytes round to the same block
+    y = nbx_core.empty(1000, device="cuda")
+    del y
+    assert C._cached[0] > 0
+    C.empty_cache()
+    assert C._cached[0] == 0 and not any(C._blocks.values())
+
+
+@cuda_only
+def test_reused_blocks_hold_new_values():
+    for i in range(20):
+        x = nbx_core.full((300,), float(i), device="cuda")
+        np.testing.assert_array_equal(x.cpu().numpy(), np.full(300, i, np.float32))

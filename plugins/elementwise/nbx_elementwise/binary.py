@@ -154,6 +154,8 @@ def _addcdiv(s, a, b, v, sc):
 
 def _scalar(op: str, value: Any, common: D.DType, arg: str) -> bool | int | float:
     """torch's alpha_check: bool only for bool results, no float for integral results."""
+    if type(value) is int:
+        return value
     if isinstance(value, NBXTensor) or not isinstance(value, bool | int | float):
         raise NbxTypeError(f"{op}: argument '{arg}' must be a number, got {type(value).__name__}")
     if isinstance(value, bool) and common is not D.bool_:
@@ -167,6 +169,11 @@ def _scalar(op: str, value: Any, common: D.DType, arg: str) -> bool | int | floa
 
 
 def _common(op: str, *values: Any) -> D.DType:
+    first = values[0]
+    if len(values) == 2 and type(first) is NBXTensor and type(values[1]) is NBXTensor:
+        dtype = first.dtype
+        if values[1].dtype is dtype and not dtype.is_complex:  # the usual case, without result_type
+            return dtype
     args = ("self", "other", "tensor1", "tensor2")
     vals = [operand(op, v, args[i] if i < len(args) else f"operand {i}") for i, v in enumerate(values)]
     no_complex(op, *vals)
