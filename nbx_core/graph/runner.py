@@ -20,9 +20,11 @@ from ..errors import (
     GraphError,
     GraphInputError,
     NbxError,
+    ShapeError,
     UnresolvedOpError,
 )
 from ..registry import Registry, get_registry
+from ..shape import infer_size
 from ..tensor import NBXTensor, from_numpy
 from .format import DeviceArg, Graph, Node, Ref, Sym, TensorSpec
 from .symbolic import Expr
@@ -75,6 +77,34 @@ def resolve_ops(graph: Graph, registry: Registry) -> dict[str, Callable[..., Any
     return {name: registry.lookup(name) for name in counts}  # imports kernels: import errors come now
 
 
+VIEW = "aten::view.default"
+
+
+def _is_in_place(op: str) -> bool:
+    """``aten::add_.Tensor``, ``aten::copy_.default``, ``aten::__iand__.Tensor``: ops that write
+    into an argument, through which an alias would see the write."""
+    return op.partition("::")[2].partition(".")[0].endswith("_")
+
+
+def _view_or_copy(view: Callable[..., Any], registry: Registry) -> Callable[..., Any]:
+    """``aten::view`` that copies when the input's strides allow no view.
+
+    torch.export records ``view`` where torch's kernels left a layout that allows one; NBX's
+    kernels may leave another (an attention output, say). In a graph that writes into nothing, a
+    view and a copy of the same values cannot be told apart, so the runner copies there.
+    """
+    reshape = registry.lookup("aten::reshape")
+
+    def view_or_copy(self: NBXTensor, size: Sequence[int]) -> NBXTensor:
+        try:
+            return view(self, size)
+        except ShapeError:
+            infer_size("aten::view", size, self.numel())  # a size that does not fit stays an error
+            return reshape(self, size)
+
+    return view_or_copy
+
+
 class _Dims(dict):
     """Symbol -> size bound from the inputs, with where each was bound (for messages)."""
 
@@ -98,6 +128,8 @@ class Program:
         self.device = as_device(device) if device is not None else default_device()
         self._registry = registry if registry is not None else get_registry()
         self._kernels = resolve_ops(graph, self._registry)
+        if VIEW in self._kernels and not any(_is_in_place(node.op) for node in graph.nodes):
+            self._kernels[VIEW] = _view_or_copy(self._kernels[VIEW], self._registry)
         self._frees = plan_frees(graph)
         self._producers = {name: node for node in graph.nodes for name in node.outputs if name is not None}
         self._buffers = {key: self._to_device(from_numpy(array)) for key, array in weights.items()}

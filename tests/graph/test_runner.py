@@ -199,3 +199,34 @@ def test_kernel_nbx_error_keeps_class_and_names_node(tmp_path, doc, np_registry)
     prog = load(write(tmp_path / "g.nbx", doc), registry=np_registry)
     with pytest.raises(NbxValueError, match=r"node 0 'v' \(aten::view.default\): "):
         prog(X)
+
+
+def _permute_view_doc(doc):
+    # x [batch, 4] -> permute -> [4, batch] -> view [4 * batch]: torch would refuse this view,
+    # as NBX's eager view does; the runner copies where nothing in the graph writes in place.
+    doc["nodes"] = [_node("p", "aten::permute.default", [{"ref": "x"}, [1, 0]]),
+                    _node("v", "aten::view.default", [{"ref": "p"}, [-1]])]
+    doc["outputs"] = [{"name": "v", "dtype": "float32", "shape": ["4*batch"]}]
+    return doc
+
+
+def test_view_copies_when_strides_allow_none_and_nothing_writes(tmp_path, doc, np_registry):
+    prog = load(write(tmp_path / "g.nbx", _permute_view_doc(doc)), registry=np_registry)
+    np.testing.assert_array_equal(prog(X).numpy(), X.T.reshape(-1))
+
+
+def test_view_stays_strict_in_a_graph_that_writes_in_place(tmp_path, doc, np_registry):
+    doc = _permute_view_doc(doc)
+    doc["nodes"].append(_node("x1", "aten::add_.Tensor", [{"ref": "x"}, 1.0]))
+    prog = load(write(tmp_path / "g.nbx", doc), registry=np_registry)
+    with pytest.raises(NbxValueError, match="node 1 'v'.*view: size .* is not compatible"):
+        prog(X.copy())
+
+
+def test_view_of_a_wrong_size_is_still_an_error(tmp_path, doc, np_registry):
+    doc = _permute_view_doc(doc)
+    doc["nodes"][1]["args"][1] = [3, -1]
+    doc["outputs"][0]["shape"] = [3, "4*batch"]
+    prog = load(write(tmp_path / "g.nbx", doc), registry=np_registry)
+    with pytest.raises(NbxValueError, match=r"aten::view: shape \(3, -1\) is invalid for input of size 8"):
+        prog(X)

@@ -104,10 +104,12 @@ def test_prod_edges() -> None:
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64", "int32", "uint8"])
 def test_trace(dtype: str) -> None:
+    # torch before 2.13 has no CPU trace for half types; the sum of the diagonal is the same value
+    ref = (lambda t: t.diagonal().sum()) if dtype in ("float16", "bfloat16") else None
     for shape in ((4, 4), (3, 5), (5, 2), (0, 3)):
         x = make(shape, dtype)
-        check_op("aten::trace", x)
-        check_op("aten::trace", x.t())
+        check_op("aten::trace", x, torch_fn=ref)
+        check_op("aten::trace", x.t(), torch_fn=ref)
 
 
 def test_trace_errors() -> None:
