@@ -37,6 +37,24 @@ DROPPED: frozenset[str] = frozenset({
 })
 
 
+# Ops whose results may share memory with their first argument (ATen's view ops, and those that
+# return their input as it is when they can).
+VIEW_OPS: frozenset[str] = frozenset(f"aten::{n}" for n in (
+    "alias", "as_strided", "chunk", "contiguous", "detach", "diagonal", "expand", "expand_as", "flatten",
+    "imag", "movedim", "narrow", "permute", "real", "reshape", "reshape_as", "select", "slice", "split",
+    "split_with_sizes", "squeeze", "t", "tensor_split", "transpose", "unbind", "unflatten", "unfold",
+    "unsqueeze", "view", "view_as", "view_as_complex", "view_as_real", "_unsafe_view", "_reshape_alias",
+    "hsplit", "vsplit", "dsplit", "swapaxes", "swapdims", "moveaxis", "lift_fresh", "numpy_T", "mT", "mH",
+    "adjoint", "conj", "resolve_conj", "resolve_neg", "to", "type_as", "squeeze_copy",
+))
+
+
+def is_in_place(op: str) -> bool:
+    """``aten::add_.Tensor``, ``aten::copy_.default``, ``aten::__iand__.Tensor``: ops that write into
+    their first argument."""
+    return op.partition("::")[2].partition(".")[0].endswith("_")
+
+
 def canonical(name: str) -> str:
     """``aten::multiply.Tensor`` -> ``aten::mul.Tensor``; other names unchanged."""
     if name in OVERLOAD_ALIASES:

@@ -26,6 +26,7 @@ from ..errors import (
 from ..registry import Registry, get_registry
 from ..shape import infer_size
 from ..tensor import NBXTensor, from_numpy
+from .aliases import VIEW_OPS, is_in_place
 from .format import DeviceArg, Graph, Node, Ref, Sym, TensorSpec
 from .symbolic import Expr
 
@@ -80,18 +81,47 @@ def resolve_ops(graph: Graph, registry: Registry) -> dict[str, Callable[..., Any
 VIEW = "aten::view.default"
 
 
-def _is_in_place(op: str) -> bool:
-    """``aten::add_.Tensor``, ``aten::copy_.default``, ``aten::__iand__.Tensor``: ops that write
-    into an argument, through which an alias would see the write."""
-    return op.partition("::")[2].partition(".")[0].endswith("_")
+def copyable_views(graph: Graph) -> frozenset[int]:
+    """The ``aten::view`` nodes that may copy: those whose memory nothing in the graph writes into.
+
+    Values that may share memory (a view and its base, an in-place op's result and its target)
+    are grouped; a group is written when an in-place op or an input mutation targets one of its
+    values. A view outside every written group cannot be told from a copy.
+    """
+    parent: dict[str, str] = {}
+
+    def find(name: str) -> str:
+        while parent.get(name, name) != name:
+            name = parent[name]
+        return name
+
+    def union(a: str, b: str) -> None:
+        parent[find(a)] = find(b)
+
+    written: list[str] = [m.target for m in graph.mutations if m.kind != "buffer"]
+    for node in graph.nodes:
+        first = node.args[0] if node.args else None
+        if not isinstance(first, Ref):
+            continue
+        base = node.op.partition(".")[0]
+        in_place = is_in_place(node.op)
+        if in_place or base in VIEW_OPS:
+            for name in node.outputs:
+                if name is not None:
+                    union(name, first.name)
+        if in_place:
+            written.append(first.name)
+    dirty = {find(name) for name in written}
+    return frozenset(node.index for node in graph.nodes
+                     if node.op == VIEW and find(node.outputs[0]) not in dirty)
 
 
 def _view_or_copy(view: Callable[..., Any], registry: Registry) -> Callable[..., Any]:
     """``aten::view`` that copies when the input's strides allow no view.
 
     torch.export records ``view`` where torch's kernels left a layout that allows one; NBX's
-    kernels may leave another (an attention output, say). In a graph that writes into nothing, a
-    view and a copy of the same values cannot be told apart, so the runner copies there.
+    kernels may leave another (an attention output, say). Where nothing writes into the view's
+    memory (:func:`copyable_views`), a view and a copy cannot be told apart, so the runner copies.
     """
     reshape = registry.lookup("aten::reshape")
 
@@ -128,8 +158,9 @@ class Program:
         self.device = as_device(device) if device is not None else default_device()
         self._registry = registry if registry is not None else get_registry()
         self._kernels = resolve_ops(graph, self._registry)
-        if VIEW in self._kernels and not any(_is_in_place(node.op) for node in graph.nodes):
-            self._kernels[VIEW] = _view_or_copy(self._kernels[VIEW], self._registry)
+        self._copyable_views = copyable_views(graph)
+        if self._copyable_views:
+            self._view_or_copy = _view_or_copy(self._kernels[VIEW], self._registry)
         self._frees = plan_frees(graph)
         self._producers = {name: node for node in graph.nodes for name in node.outputs if name is not None}
         self._buffers = {key: self._to_device(from_numpy(array)) for key, array in weights.items()}
@@ -209,7 +240,8 @@ class Program:
         args = [self._arg(a, env, dims) for a in node.args]
         kwargs = {k: self._arg(v, env, dims) for k, v in node.kwargs.items()}
         try:
-            result = self._kernels[node.op](*args, **kwargs)
+            kernel = self._view_or_copy if node.index in self._copyable_views else self._kernels[node.op]
+            result = kernel(*args, **kwargs)
         except NbxError as exc:
             raise type(exc)(f"{node.where(self.graph.file)}: {exc}") from exc
         except Exception as exc:  # a kernel's own bug: keep its type, say where it happened

@@ -230,3 +230,26 @@ def test_view_of_a_wrong_size_is_still_an_error(tmp_path, doc, np_registry):
     prog = load(write(tmp_path / "g.nbx", doc), registry=np_registry)
     with pytest.raises(NbxValueError, match=r"aten::view: shape \(3, -1\) is invalid for input of size 8"):
         prog(X)
+
+
+def test_view_copies_when_in_place_writes_touch_other_memory(tmp_path, doc, np_registry):
+    doc = _permute_view_doc(doc)
+    doc["nodes"] += [_node("m", "aten::mul.Tensor", [{"ref": "x"}, 2.0]),
+                     _node("m1", "aten::add_.Tensor", [{"ref": "m"}, 1.0])]
+    doc["outputs"].append({"name": "m1", "dtype": "float32", "shape": ["batch", 4]})
+    prog = load(write(tmp_path / "g.nbx", doc), registry=np_registry)
+    v, m1 = prog(X)
+    np.testing.assert_array_equal(v.numpy(), X.T.reshape(-1))
+    np.testing.assert_array_equal(m1.numpy(), X * 2 + 1)
+
+
+def test_copyable_views_follow_aliases_through_view_ops(tmp_path, doc):
+    from nbx_core.graph import read_graph
+    from nbx_core.graph.runner import copyable_views
+
+    doc = _permute_view_doc(doc)
+    doc["nodes"].append(_node("u", "aten::unsqueeze.default", [{"ref": "v"}, 0]))
+    path = write(tmp_path / "g.nbx", doc)
+    assert copyable_views(read_graph(path)) == {1}
+    doc["nodes"].append(_node("u1", "aten::mul_.Tensor", [{"ref": "u"}, 3.0]))  # writes v's memory
+    assert copyable_views(read_graph(write(tmp_path / "h.nbx", doc))) == set()
