@@ -11,6 +11,7 @@ import pytest
 from nbx_core import NBXTensor
 from nbx_core.errors import GraphArityError, GraphError, GraphInputError, NbxValueError, UnresolvedOpError
 from nbx_core.graph import load
+from nbx_core.testing import numeric
 
 from . import np_kernels
 from .conftest import base_weights, write
@@ -212,7 +213,10 @@ def _permute_view_doc(doc):
 
 def test_view_copies_when_strides_allow_none_and_nothing_writes(tmp_path, doc, np_registry):
     prog = load(write(tmp_path / "g.nbx", _permute_view_doc(doc)), registry=np_registry)
-    np.testing.assert_array_equal(prog(X).numpy(), X.T.reshape(-1))
+    v = prog(X)
+    assert v.shape == (8,) and v.is_contiguous()
+    if numeric():  # the copy is a kernel, which the aot backend compiles without running
+        np.testing.assert_array_equal(v.numpy(), X.T.reshape(-1))
 
 
 def test_view_stays_strict_in_a_graph_that_writes_in_place(tmp_path, doc, np_registry):
@@ -239,7 +243,9 @@ def test_view_copies_when_in_place_writes_touch_other_memory(tmp_path, doc, np_r
     doc["outputs"].append({"name": "m1", "dtype": "float32", "shape": ["batch", 4]})
     prog = load(write(tmp_path / "g.nbx", doc), registry=np_registry)
     v, m1 = prog(X)
-    np.testing.assert_array_equal(v.numpy(), X.T.reshape(-1))
+    assert v.shape == (8,) and v.is_contiguous()
+    if numeric():
+        np.testing.assert_array_equal(v.numpy(), X.T.reshape(-1))
     np.testing.assert_array_equal(m1.numpy(), X * 2 + 1)
 
 
