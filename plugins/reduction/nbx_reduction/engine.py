@@ -25,10 +25,12 @@ import triton.language as tl
 from nbx_core import dtypes as D
 from nbx_core.kernels.copy import cast_to
 from nbx_core.kernels.indexing import needs_int64
-from nbx_core.launch import BACKEND, cdiv, launch, next_pow2
+from nbx_core.launch import BACKEND, cdiv, next_pow2, prepare
 from nbx_core.ops import copy as C
 from nbx_core.ops import views as V
+from nbx_core.plans import PlanCache, geometry
 from nbx_core.pointwise import tl_dtype
+from nbx_core.shape import contiguous_strides
 from nbx_core.tensor import NBXTensor, empty_tensor
 
 # OP codes.
@@ -258,6 +260,7 @@ class Plan:
     so: int
     sk: int
     si: int
+    order: tuple[int, ...] | None = None  # the permutation made contiguous first, if any
 
 
 def _merge(shape: list[int], strides: list[int]) -> tuple[int, int] | None:
@@ -280,15 +283,15 @@ def plan(x: NBXTensor, dims: tuple[int, ...]) -> Plan:
     last = red[-1] if red else x.ndim
     outer = [d for d in range(x.ndim) if d not in red and d < last]
     inner = [d for d in range(x.ndim) if d not in red and d > last]
-    t = x
+    t, order = x, None
     for _ in range(2):
         groups = []
         for g in (outer, red, inner):
             groups.append(_merge([t.shape[d] for d in g], [t.stride(d) for d in g]))
         if all(g is not None for g in groups):
             (O, so), (K, sk), (I, si) = groups
-            return Plan(t, O, K, I, so, sk, si)
-        order = outer + red + inner
+            return Plan(t, O, K, I, so, sk, si, order)
+        order = tuple(outer + red + inner)
         t = C.contiguous(V.permute(x, order))
         outer, red, inner = (list(range(len(outer))), list(range(len(outer), len(outer) + len(red))),
                              list(range(len(outer) + len(red), x.ndim)))
@@ -327,58 +330,100 @@ def reduce(x: NBXTensor, dims: tuple[int, ...], keepdim: bool, op: int, out_dtyp
     op's identity (what an empty reduction gives); ``count`` what mean and variance divide by
     (default: the reduced size).
     """
-    src = src or x.dtype
-    acc = acc or acc_dtype(src, op)
-    kept = [d for d in range(x.ndim) if d not in dims]
-    if keepdim:
-        shape = tuple(1 if d in dims else s for d, s in enumerate(x.shape))
-    else:
-        shape = tuple(x.shape[d] for d in kept)
+    key = (geometry(x), tuple(dims), keepdim, op, out_dtype, src, acc, pre, post, p, corr, store, ident, count)
+    st = _steps.get(key, lambda: _Steps(x, dims, keepdim, op, out_dtype, src, acc, pre, post, p, corr, store,
+                                         ident, count))
+    device = x.device
     outs = []
     if store % 2 == 1:
-        outs.append(empty_tensor(shape, out_dtype, x.device))
+        outs.append(empty_tensor(st.shape, out_dtype, device))
     if store >= 2:
-        outs.append(empty_tensor(shape, D.int64, x.device))
+        outs.append(empty_tensor(st.shape, D.int64, device))
     values, indices = (outs[0], outs[-1]) if len(outs) == 2 else (outs[0], outs[0])
-    if values.numel() == 0:
+    if st.run is None:
         return tuple(outs) if store == 3 else outs[0]
-    pl = plan(x, dims)
-    ident = identity(op, acc) if ident is None else ident
-    count = pl.K if count is None else count
-    use_col = pl.I > 1 and abs(pl.si) <= abs(pl.sk)
-    if use_col:
-        bi = min(next_pow2(pl.I), _CPU_BLOCK if BACKEND == "cpu" else 64)
-        bk = min(next_pow2(pl.K), max(_CPU_BLOCK // bi, 1) if BACKEND == "cpu" else 64)
-        programs = pl.O * cdiv(pl.I, bi)
-    else:
-        rows = pl.O * pl.I
-        cap = _CPU_BLOCK if BACKEND == "cpu" else 4096
-        bk = min(next_pow2(pl.K), cap)
-        bm = min(next_pow2(rows), max(cap // bk, 1), 64 if BACKEND != "cpu" else cap)
-        programs = cdiv(rows, bm)
-    splits = _splits(op, programs, pl.K, bk)
-    chunk = cdiv(cdiv(pl.K, splits), bk) * bk
-    splits = cdiv(pl.K, chunk) if pl.K else 1
-    if splits > 1:
-        # Too few programs for the machine: each reduces a slice of K into a partial (without POST),
-        # and a second reduction over the partials finishes (and applies POST).
-        target = empty_tensor((splits, pl.O * pl.I), acc, x.device)
-        step_post, step_store = Q_NONE, 1
-    else:
-        target, step_post, step_store = values, post, store
-    meta = dict(OP=op, PRE=pre, POST=step_post, SRC=tl_dtype(src), ACC=tl_dtype(acc), IDENT=ident, STORE=step_store,
-                INT64=needs_int64(splits * pl.O * pl.K * pl.I, pl.x, target))
-    if use_col:
-        launch(_col_kernel, (pl.O, cdiv(pl.I, bi), splits), pl.x, target, indices, pl.K, pl.I, pl.so, pl.sk, pl.si,
-               chunk, count, float(p), float(corr), BLOCK_K=bk, BLOCK_I=bi, **meta, **_warps(bk * bi))
-    else:
-        launch(_row_kernel, (programs, splits), pl.x, target, indices, rows, pl.K, pl.I, pl.so, pl.sk, pl.si,
-               chunk, count, float(p), float(corr), BLOCK_M=bm, BLOCK_K=bk, **meta, **_warps(bk * bm))
-    if splits > 1:
-        done = reduce(target, (0,), False, op, out_dtype, src=acc, acc=acc, post=post, p=p, corr=corr,
-                      ident=ident, count=pl.K)
-        return V.view(done, shape)
+    src_x = x if st.order is None else C.contiguous(V.permute(x, st.order))
+    target = empty_tensor(st.partials, st.acc, device) if st.partials else values
+    st.run(src_x, target, indices)
+    if st.partials:
+        done = reduce(target, (0,), False, op, out_dtype, src=st.acc, acc=st.acc, post=post, p=p, corr=corr,
+                      ident=st.ident, count=st.K)
+        return V.view(done, st.shape)
     return tuple(outs) if store == 3 else outs[0]
+
+
+class _Steps:
+    """What a reduction derives from its input's geometry and its parameters (kept per key):
+    the result's shape, the copy ``plan`` needs if any, the partials' shape when K is split, and
+    the prepared launch (its varying arguments: the input, the target, the indices)."""
+
+    def __init__(self, x: NBXTensor, dims: tuple[int, ...], keepdim: bool, op: int, out_dtype: D.DType,
+                 src: D.DType | None, acc: D.DType | None, pre: int, post: int, p: float, corr: float,
+                 store: int, ident: float | int | None, count: int | None) -> None:
+        src = src or x.dtype
+        self.acc = acc = acc or acc_dtype(src, op)
+        kept = [d for d in range(x.ndim) if d not in dims]
+        if keepdim:
+            self.shape = tuple(1 if d in dims else s for d, s in enumerate(x.shape))
+        else:
+            self.shape = tuple(x.shape[d] for d in kept)
+        self.run: Any = None
+        self.partials: tuple[int, int] | None = None
+        self.order: tuple[int, ...] | None = None
+        self.K = 0
+        self.ident = ident
+        if math.prod(self.shape) == 0:
+            return
+        pl = plan(x, dims)
+        self.order, self.K = pl.order, pl.K
+        self.ident = ident = identity(op, acc) if ident is None else ident
+        count = pl.K if count is None else count
+        use_col = pl.I > 1 and abs(pl.si) <= abs(pl.sk)
+        if use_col:
+            bi = min(next_pow2(pl.I), _CPU_BLOCK if BACKEND == "cpu" else 64)
+            bk = min(next_pow2(pl.K), max(_CPU_BLOCK // bi, 1) if BACKEND == "cpu" else 64)
+            programs = pl.O * cdiv(pl.I, bi)
+        else:
+            rows = pl.O * pl.I
+            cap = _CPU_BLOCK if BACKEND == "cpu" else 4096
+            bk = min(next_pow2(pl.K), cap)
+            bm = min(next_pow2(rows), max(cap // bk, 1), 64 if BACKEND != "cpu" else cap)
+            programs = cdiv(rows, bm)
+        splits = _splits(op, programs, pl.K, bk)
+        chunk = cdiv(cdiv(pl.K, splits), bk) * bk
+        splits = cdiv(pl.K, chunk) if pl.K else 1
+        if splits > 1:
+            # Too few programs for the machine: each reduces a slice of K into a partial (without
+            # POST), and a second reduction over the partials finishes (and applies POST).
+            self.partials = (splits, pl.O * pl.I)
+            step_post, step_store = Q_NONE, 1
+            reach = _Reach(self.partials)
+        else:
+            step_post, step_store = post, store
+            reach = _Reach(self.shape)
+        meta = dict(OP=op, PRE=pre, POST=step_post, SRC=tl_dtype(src), ACC=tl_dtype(acc), IDENT=ident,
+                    STORE=step_store, INT64=needs_int64(splits * pl.O * pl.K * pl.I, pl.x, reach))
+        if use_col:
+            self.run = prepare(_col_kernel, (pl.O, cdiv(pl.I, bi), splits),
+                               (None, None, None, pl.K, pl.I, pl.so, pl.sk, pl.si, chunk, count, float(p),
+                                float(corr)), (0, 1, 2), BLOCK_K=bk, BLOCK_I=bi, **meta, **_warps(bk * bi))
+        else:
+            self.run = prepare(_row_kernel, (programs, splits),
+                               (None, None, None, rows, pl.K, pl.I, pl.so, pl.sk, pl.si, chunk, count, float(p),
+                                float(corr)), (0, 1, 2), BLOCK_M=bm, BLOCK_K=bk, **meta, **_warps(bk * bm))
+
+
+class _Reach:
+    """A contiguous result not allocated yet, for needs_int64."""
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.shape = shape
+
+    def stride(self) -> tuple[int, ...]:
+        return contiguous_strides(self.shape)
+
+
+_steps: PlanCache[_Steps] = PlanCache()
 
 
 def _splits(op: int, programs: int, K: int, bk: int) -> int:
