@@ -287,7 +287,7 @@ class Prepared:
         if launcher is None:
             launch(self.kernel, self.grid, *self._full(values), **self.kwargs)
             return
-        raw = self.raw
+        raw = self.raw.copy()  # a copy per call: threads may launch one plan at once
         key = []
         last = ptr = None
         for pos, v in zip(self.varying, values, strict=True):

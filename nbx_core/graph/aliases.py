@@ -45,7 +45,7 @@ VIEW_OPS: frozenset[str] = frozenset(f"aten::{n}" for n in (
     "split_with_sizes", "squeeze", "t", "tensor_split", "transpose", "unbind", "unflatten", "unfold",
     "unsqueeze", "view", "view_as", "view_as_complex", "view_as_real", "_unsafe_view", "_reshape_alias",
     "hsplit", "vsplit", "dsplit", "swapaxes", "swapdims", "moveaxis", "lift_fresh", "numpy_T", "mT", "mH",
-    "adjoint", "conj", "resolve_conj", "resolve_neg", "to", "type_as", "squeeze_copy",
+    "adjoint", "conj", "resolve_conj", "resolve_neg", "to", "type_as",
 ))
 
 

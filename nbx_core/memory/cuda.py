@@ -148,15 +148,11 @@ def empty_cache() -> None:
 def _alloc(nbytes: int, index: int) -> int:
     driver = _driver()
     stream = current_stream()
-    for attempt in range(2):
+    err, ptr = driver.cuMemAllocAsync(nbytes, stream)
+    if err == driver.CUresult.CUDA_ERROR_OUT_OF_MEMORY and _cached[0]:
+        empty_cache()
         err, ptr = driver.cuMemAllocAsync(nbytes, stream)
-        if err == driver.CUresult.CUDA_SUCCESS:
-            return int(ptr)
-        if attempt == 0 and err == driver.CUresult.CUDA_ERROR_OUT_OF_MEMORY and _cached[0]:
-            empty_cache()
-            continue
-        check((err, ptr), f"allocating {nbytes} bytes on cuda:{index}")
-    raise AssertionError("unreachable")
+    return int(check((err, ptr), f"allocating {nbytes} bytes on cuda:{index}"))
 
 
 class CudaStorage:
