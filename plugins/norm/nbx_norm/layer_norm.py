@@ -11,7 +11,7 @@ second normalises. Statistics are float32 for half types (float64 for float64 in
 from collections.abc import Sequence
 
 # nbx_core.launch picks the backend, which must happen before Triton is first imported.
-from nbx_core.launch import BACKEND, cdiv, launch, next_pow2
+from nbx_core.launch import BACKEND, Prepared, cdiv, next_pow2, prepare
 
 # isort: split
 import triton
@@ -21,6 +21,7 @@ from nbx_core import dtypes as D
 from nbx_core.errors import ShapeError
 from nbx_core.ops.copy import contiguous
 from nbx_core.ops.creation import full
+from nbx_core.plans import PlanCache, geometry
 from nbx_core.pointwise import tl_dtype
 from nbx_core.shape import numel
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
@@ -110,7 +111,55 @@ def _row_norm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, M, N, eps32
 def _num_warps(block: int) -> int:
     if BACKEND == "cpu":
         return 1
-    return 4 if block <= 1024 else 8 if block <= 4096 else 16
+    # Measured on the H200 (benchmarks/sweep.py): 8 warps up to 4096 columns, 32 for 32768.
+    return 4 if block <= 1024 else 8 if block <= 4096 else 16 if block <= 16384 else 32
+
+
+class _RowPlan:
+    """What :func:`row_norm` derives from its operands' geometry (checked once per geometry): the
+    result and statistics shapes, which operands need a contiguous copy, and the prepared launch."""
+
+    def __init__(self, op: str, x: NBXTensor, shape: tuple[int, ...], weight: NBXTensor | None,
+                 bias: NBXTensor | None, eps: float, rms: bool, stats: bool) -> None:
+        x = check_input(op, x)
+        if not shape:
+            raise ShapeError(f"{op}: normalized_shape must name at least one dim, got []")
+        if x.ndim < len(shape) or tuple(x.shape[x.ndim - len(shape):]) != shape:
+            raise ShapeError(f"{op}: given normalized_shape={list(shape)}, expected input with shape "
+                             f"[*, {', '.join(map(str, shape))}], but got input of size {list(x.shape)}")
+        params = {"weight": weight, "bias": bias}
+        if rms:
+            # rms_norm takes a weight of any floating dtype and always returns the input's dtype.
+            check_param(op, weight, "weight")
+            check_device(op, x, weight)
+            self.sdt = x.dtype
+        else:
+            self.sdt = stat_dtype(op, x, params)
+        for name, t in params.items():
+            check_shape(op, t, name, shape)
+        lead = x.shape[: x.ndim - len(shape)]
+        m, n = numel(lead), numel(shape)
+        self.shape, self.dtype, self.device = x.shape, x.dtype, x.device
+        self.stat_shape = (*lead, *([1] * len(shape)))
+        self.empty_rows = n == 0
+        self.copies = tuple(t is not None and not t.is_contiguous() for t in (x, weight, bias))
+        self.run: Prepared | None = None
+        if m == 0 or n == 0:
+            return
+        block = next_pow2(n)
+        chunked = block > FUSED_MAX
+        if chunked:
+            block, rows = min(CHUNK, FUSED_MAX), 1
+        else:
+            rows = min(next_pow2(m), max(1, _TILE // block))
+        self.run = prepare(_row_norm_kernel, (cdiv(m, rows),),
+                           (None, None, None, None, None, None, m, n, float(eps), float(eps)), range(6),
+                           RMS=rms, HAS_W=weight is not None, HAS_B=bias is not None, STATS=stats,
+                           CHUNKED=chunked, ROWS=rows, BLOCK=block, COMPUTE=tl_dtype(D.compute_dtype(x.dtype)),
+                           num_warps=_num_warps(block))
+
+
+_plans: PlanCache[_RowPlan] = PlanCache()
 
 
 def row_norm(op: str, x: NBXTensor, normalized_shape: Sequence[int], weight: NBXTensor | None,
@@ -120,50 +169,26 @@ def row_norm(op: str, x: NBXTensor, normalized_shape: Sequence[int], weight: NBX
 
     ``mean`` and ``rstd`` have torch's shape (leading dims, then ones) and are None unless ``stats``.
     """
-    x = check_input(op, x)
     shape = tuple(int(s) for s in normalized_shape)
-    if not shape:
-        raise ShapeError(f"{op}: normalized_shape must name at least one dim, got []")
-    if x.ndim < len(shape) or tuple(x.shape[x.ndim - len(shape):]) != shape:
-        raise ShapeError(f"{op}: given normalized_shape={list(shape)}, expected input with shape "
-                         f"[*, {', '.join(map(str, shape))}], but got input of size {list(x.shape)}")
-    params = {"weight": weight, "bias": bias}
-    if rms:
-        # rms_norm takes a weight of any floating dtype and always returns the input's dtype.
-        check_param(op, weight, "weight")
-        check_device(op, x, weight)
-        sdt = x.dtype
-    else:
-        sdt = stat_dtype(op, x, params)
-    for name, t in params.items():
-        check_shape(op, t, name, shape)
-    lead = x.shape[: x.ndim - len(shape)]
-    m, n = numel(lead), numel(shape)
-    out = empty_tensor(x.shape, x.dtype, x.device)
-    stat_shape = (*lead, *([1] * len(shape)))
+    key = (op, geometry(x), shape, geometry(weight), geometry(bias), eps, rms, stats)
+    plan = _plans.get(key, lambda: _RowPlan(op, x, shape, weight, bias, eps, rms, stats))
+    device = plan.device
+    out = empty_tensor(plan.shape, plan.dtype, device)
     mean = rstd = None
     if stats:
-        if n == 0:
+        if plan.empty_rows:
             # torch's answer for empty rows: mean 0, rstd nan.
-            return out, full(stat_shape, 0.0, dtype=sdt, device=x.device), full(
-                stat_shape, float("nan"), dtype=sdt, device=x.device)
-        mean = empty_tensor(stat_shape, sdt, x.device)
-        rstd = empty_tensor(stat_shape, sdt, x.device)
-    if m == 0 or n == 0:
+            return out, full(plan.stat_shape, 0.0, dtype=plan.sdt, device=device), full(
+                plan.stat_shape, float("nan"), dtype=plan.sdt, device=device)
+        mean = empty_tensor(plan.stat_shape, plan.sdt, device)
+        rstd = empty_tensor(plan.stat_shape, plan.sdt, device)
+    if plan.run is None:
         return out, mean, rstd
-    xc = contiguous(x)
-    w = contiguous(weight) if weight is not None else xc
-    b = contiguous(bias) if bias is not None else xc
-    block = next_pow2(n)
-    chunked = block > FUSED_MAX
-    if chunked:
-        block, rows = min(CHUNK, FUSED_MAX), 1
-    else:
-        rows = min(next_pow2(m), max(1, _TILE // block))
-    launch(_row_norm_kernel, (cdiv(m, rows),), xc, w, b, out, mean if stats else out,
-           rstd if stats else out, m, n, float(eps), float(eps),
-           RMS=rms, HAS_W=weight is not None, HAS_B=bias is not None, STATS=stats, CHUNKED=chunked,
-           ROWS=rows, BLOCK=block, COMPUTE=tl_dtype(D.compute_dtype(x.dtype)), num_warps=_num_warps(block))
+    cx, cw, cb = plan.copies
+    xc = contiguous(x) if cx else x
+    w = xc if weight is None else contiguous(weight) if cw else weight
+    b = xc if bias is None else contiguous(bias) if cb else bias
+    plan.run(xc, w, b, out, mean if stats else out, rstd if stats else out)
     return out, mean, rstd
 
 
