@@ -19,13 +19,16 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+# nbx_core.launch picks the backend, which must happen before Triton is first imported.
+from nbx_core.launch import BACKEND, cdiv, next_pow2, prepare
+
+# isort: split
 import triton
 import triton.language as tl
 
 from nbx_core import dtypes as D
 from nbx_core.kernels.copy import cast_to
 from nbx_core.kernels.indexing import needs_int64
-from nbx_core.launch import BACKEND, cdiv, next_pow2, prepare
 from nbx_core.ops import copy as C
 from nbx_core.ops import views as V
 from nbx_core.plans import PlanCache, geometry
@@ -49,13 +52,13 @@ _GPU_PROGRAMS = 264
 
 @triton.jit
 def _max_combine(a, b):
-    # NaN wins, as in torch.
-    return tl.where((a > b) | (a != a), a, b)
+    # NaN wins, as in torch (ignored for integers, which have none).
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
 
 
 @triton.jit
 def _min_combine(a, b):
-    return tl.where((a < b) | (a != a), a, b)
+    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
 
 
 @triton.jit
@@ -103,19 +106,24 @@ def _element(raw, p, SRC: tl.constexpr, ACC: tl.constexpr, PRE: tl.constexpr):
 def _reduce(x_ptr, base, ok, kr, k_lo, K, count, sk, p, corr,
             OP: tl.constexpr, PRE: tl.constexpr, POST: tl.constexpr, SRC: tl.constexpr, ACC: tl.constexpr,
             IDENT: tl.constexpr, AXIS: tl.constexpr, S0: tl.constexpr, S1: tl.constexpr,
-            BLOCK_K: tl.constexpr):
+            BLOCK_K: tl.constexpr, INT64: tl.constexpr):
     """Reduce the elements ``k_lo <= k < K`` at ``base + k * sk`` of each kept position along ``AXIS``.
 
     ``count`` is what mean and variance divide by (the whole reduction's size when the caller split it).
 
     ``base``/``ok`` hold the kept positions' offsets and mask; ``kr`` the lane ids along the
-    reduced axis, shaped to broadcast against them into an ``[S0, S1]`` tile.
+    reduced axis, shaped to broadcast against them into an ``[S0, S1]`` tile; ``INT64`` whether
+    indices need int64 (the arg ops' lanes otherwise keep int32 ones).
     Returns the reduced values and (for the arg ops) their indices.
     """
     acc = tl.full([S0, S1], IDENT, ACC)
-    idx = tl.full([S0, S1], 0, tl.int64)
-    if OP == 4 or OP == 5:
-        idx = tl.full([S0, S1], 9223372036854775807, tl.int64)
+    # The arg ops take an element only when it beats IDENT (or is NaN), so a lane that takes none
+    # holds (IDENT, k_lo) and ties only with such lanes; when all are such (every element equals
+    # IDENT), the answer is the first index, k_lo.
+    if INT64:
+        idx = tl.full([S0, S1], 0, tl.int64) + k_lo
+    else:
+        idx = tl.full([S0, S1], 0, tl.int32) + k_lo
     for k0 in range(k_lo, K, BLOCK_K):
         k = kr + k0
         m = ok & (k < K)
@@ -125,21 +133,19 @@ def _reduce(x_ptr, base, ok, kr, k_lo, K, count, sk, p, corr,
         elif OP == 1:
             acc *= tl.where(m, x, 1)
         elif OP == 2 or OP == 7:
-            acc = tl.where(m & ((x > acc) | (x != x)), x, acc)
+            acc = tl.maximum(acc, tl.where(m, x, IDENT), propagate_nan=tl.PropagateNan.ALL)
         elif OP == 3:
-            acc = tl.where(m & ((x < acc) | (x != x)), x, acc)
+            acc = tl.minimum(acc, tl.where(m, x, IDENT), propagate_nan=tl.PropagateNan.ALL)
         else:
+            # A lane sees k increasing, so a strict comparison keeps its first max (min); the index
+            # tie-break is the cross-lane combine's. ~(x <= acc) also holds for a NaN x, and a NaN
+            # acc takes nothing more, so the lane keeps its first NaN.
             if OP == 4:
-                better = x > acc
+                take = m & (acc == acc) & ~(x <= acc)
             else:
-                better = x < acc
-            # Lanes see increasing k, so a tie keeps the first index; NaN beats any number.
-            x_nan = x != x
-            acc_nan = acc != acc
-            first = (x == acc) & (k < idx)
-            take = m & (((better | first) & ~acc_nan) | (x_nan & ~acc_nan) | (x_nan & acc_nan & (k < idx)))
+                take = m & (acc == acc) & ~(x >= acc)
             acc = tl.where(take, x, acc)
-            idx = tl.where(take, k.to(tl.int64), idx)
+            idx = tl.where(take, k.to(idx.dtype), idx)
     if OP == 0:
         r = tl.sum(acc, axis=AXIS)
     elif OP == 1:
@@ -150,10 +156,10 @@ def _reduce(x_ptr, base, ok, kr, k_lo, K, count, sk, p, corr,
         r = tl.reduce(acc, AXIS, _min_combine)
     elif OP == 4:
         r, ri = tl.reduce((acc, idx), AXIS, _argmax_combine)
-        idx = ri
+        idx = ri.to(tl.int64)
     elif OP == 5:
         r, ri = tl.reduce((acc, idx), AXIS, _argmin_combine)
-        idx = ri
+        idx = ri.to(tl.int64)
     elif OP == 6:
         # Variance: a second pass over the row around its mean (exact for float32 and float64).
         mean = tl.sum(acc, axis=AXIS) / count
@@ -212,7 +218,7 @@ def _row_kernel(x_ptr, out_ptr, idx_ptr, M, K, I, so, sk, si, k_chunk, count, p:
     k_lo = split * k_chunk
     v, ix = _reduce(x_ptr, base[:, None], ok[:, None], kr[None, :], k_lo, tl.minimum(k_lo + k_chunk, K), count,
                     sk, p, corr, OP, PRE, POST, SRC, ACC,
-                    IDENT, 1, BLOCK_M, BLOCK_K, BLOCK_K)
+                    IDENT, 1, BLOCK_M, BLOCK_K, BLOCK_K, INT64)
     # STORE: 1 values, 2 indices, 3 both.
     out = split * M + rows
     if STORE % 2 == 1:
@@ -241,7 +247,7 @@ def _col_kernel(x_ptr, out_ptr, idx_ptr, K, I, so, sk, si, k_chunk, count, p: tl
     k_lo = split * k_chunk
     v, ix = _reduce(x_ptr, base[None, :], ok[None, :], kr[:, None], k_lo, tl.minimum(k_lo + k_chunk, K), count,
                     sk, p, corr, OP, PRE, POST, SRC, ACC,
-                    IDENT, 0, BLOCK_K, BLOCK_I, BLOCK_K)
+                    IDENT, 0, BLOCK_K, BLOCK_I, BLOCK_K, INT64)
     out = (split * tl.num_programs(0) + o) * I + cols
     if STORE % 2 == 1:
         tl.store(out_ptr + out, cast_to(v, out_ptr.dtype.element_ty), mask=ok)
@@ -380,14 +386,11 @@ class _Steps:
         count = pl.K if count is None else count
         use_col = pl.I > 1 and abs(pl.si) <= abs(pl.sk)
         if use_col:
-            bi = min(next_pow2(pl.I), _CPU_BLOCK if BACKEND == "cpu" else 64)
-            bk = min(next_pow2(pl.K), max(_CPU_BLOCK // bi, 1) if BACKEND == "cpu" else 64)
+            bi, bk, warps = col_tiles(pl.I, pl.K, op in (SUM, PROD, MAX, MIN))
             programs = pl.O * cdiv(pl.I, bi)
         else:
             rows = pl.O * pl.I
-            cap = _CPU_BLOCK if BACKEND == "cpu" else 4096
-            bk = min(next_pow2(pl.K), cap)
-            bm = min(next_pow2(rows), max(cap // bk, 1), 64 if BACKEND != "cpu" else cap)
+            bm, bk, warps = row_tiles(rows, pl.K)
             programs = cdiv(rows, bm)
         splits = _splits(op, programs, pl.K, bk)
         chunk = cdiv(cdiv(pl.K, splits), bk) * bk
@@ -406,11 +409,11 @@ class _Steps:
         if use_col:
             self.run = prepare(_col_kernel, (pl.O, cdiv(pl.I, bi), splits),
                                (None, None, None, pl.K, pl.I, pl.so, pl.sk, pl.si, chunk, count, float(p),
-                                float(corr)), (0, 1, 2), BLOCK_K=bk, BLOCK_I=bi, **meta, **_warps(bk * bi))
+                                float(corr)), (0, 1, 2), BLOCK_K=bk, BLOCK_I=bi, num_warps=warps, **meta)
         else:
             self.run = prepare(_row_kernel, (programs, splits),
                                (None, None, None, rows, pl.K, pl.I, pl.so, pl.sk, pl.si, chunk, count, float(p),
-                                float(corr)), (0, 1, 2), BLOCK_M=bm, BLOCK_K=bk, **meta, **_warps(bk * bm))
+                                float(corr)), (0, 1, 2), BLOCK_M=bm, BLOCK_K=bk, num_warps=warps, **meta)
 
 
 class _Reach:
@@ -437,7 +440,28 @@ def _splits(op: int, programs: int, K: int, bk: int) -> int:
     return max(min(cdiv(_GPU_PROGRAMS, programs), cdiv(K, 4 * bk)), 1)
 
 
-def _warps(tile: int) -> dict[str, int]:
+def row_tiles(rows: int, K: int) -> tuple[int, int, int]:
+    """(BLOCK_M, BLOCK_K, num_warps) of the row kernel for ``rows`` rows of ``K`` elements."""
     if BACKEND == "cpu":
-        return {"num_warps": 1}
-    return {"num_warps": 8 if tile >= 2048 else 4}
+        bk = min(next_pow2(K), _CPU_BLOCK)
+        return min(next_pow2(rows), max(_CPU_BLOCK // bk, 1)), bk, 1
+    if K >= 2048:
+        return 1, 2048, 8
+    # Short rows: several per program, to fill a tile of about 4096 elements.
+    bk = next_pow2(K)
+    bm = min(next_pow2(rows), max(4096 // bk, 1), 64)
+    return bm, bk, 8 if bm * bk >= 2048 else 4
+
+
+def col_tiles(I: int, K: int, splittable: bool) -> tuple[int, int, int]:
+    """(BLOCK_I, BLOCK_K, num_warps) of the column kernel for ``I`` columns walked down ``K`` rows;
+    ``splittable``: whether K may be split over programs (else narrower tiles make more programs)."""
+    if BACKEND == "cpu":
+        bi = min(next_pow2(I), _CPU_BLOCK)
+        return bi, min(next_pow2(K), max(_CPU_BLOCK // bi, 1)), 1
+    if not splittable:
+        # K stays whole in one program: narrow tiles give the machine enough programs.
+        return min(next_pow2(I), 16), min(next_pow2(K), 128), 4
+    bi = min(next_pow2(I), 64)
+    bk = min(next_pow2(K), 64)
+    return bi, bk, 8 if bi * bk >= 2048 else 4

@@ -1,0 +1,171 @@
+"""Tile sweeps on one GPU: which launch configuration each row kernel should ship with.
+
+    python -m benchmarks.sweep --out DIR [--only norm,reduction]
+
+Each candidate replaces the plugin's tile choice for the run (norm: rows per program and warps;
+reduction: the row kernel's (BLOCK_M, BLOCK_K, warps), the column kernel's (BLOCK_I, BLOCK_K, warps)
+and the program count below which K is split), then is timed against torch like any benchmark.
+Results go to ``DIR/sweep.json``; the winners are what the plugins' defaults are set from.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+HERE = Path(__file__).parent
+
+
+def sweep_norm(h) -> None:
+    from nbx_norm import layer_norm as ln
+
+    base_tile, base_warps = ln._TILE, ln._num_warps
+    for m, n in [(8192, 4096), (4096, 32768), (16384, 768)]:
+        xs = [h.randn((m, n)) for _ in range(2)]
+        X = [h.nbx(x) for x in xs]
+        w, b = h.randn((n,)), h.randn((n,))
+        W, B = h.nbx(w), h.nbx(b)
+        io = 2 * m * n * 2
+        rows_opts = [1] if n >= 32768 else [1, 2, 4] if n >= 4096 else [4, 8, 16]
+        warp_opts = [8, 16, 32] if n >= 32768 else [2, 4, 8, 16]
+        for rows in rows_opts:
+            for warps in warp_opts:
+                ln._TILE = rows * ln.next_pow2(n)
+                ln._num_warps = lambda block, w=warps: w
+                ln._plans._plans.clear()
+                tag = f"rows={rows} warps={warps}"
+                # Each compare runs at once, inside this iteration: the lambdas see this n, w, b.
+                h.compare(f"layer_norm {tag}", nbx=[lambda x=x: ln.layer_norm(x, [n], W, B) for x in X],  # noqa: B023
+                          torch=[lambda x=x: F.layer_norm(x, (n,), w, b) for x in xs], shape=(m, n),  # noqa: B023
+                          dtype="bfloat16", bytes=io)
+                h.compare(f"rms_norm {tag}",
+                          nbx=[lambda x=x: ln.row_norm("rms_norm", x, [n], W, None, 1e-6,  # noqa: B023
+                                                       True, False)[0] for x in X],
+                          torch=[lambda x=x: F.rms_norm(x, (n,), w, 1e-6) for x in xs], shape=(m, n),  # noqa: B023
+                          dtype="bfloat16", bytes=io)
+    ln._TILE, ln._num_warps = base_tile, base_warps
+    ln._plans._plans.clear()
+
+
+def sweep_reduction(h) -> None:
+    from nbx_reduction import basic
+    from nbx_reduction import engine as E
+
+    base = E.row_tiles, E.col_tiles, E._GPU_PROGRAMS
+    cases = [("sum", lambda x, d: basic.sum(x, [d]), lambda x, d: x.sum(d)),
+             ("amax", lambda x, d: basic.amax(x, [d]), lambda x, d: x.amax(d)),
+             ("argmax", lambda x, d: basic.argmax(x, d), lambda x, d: x.argmax(d))]
+
+    def run(shape, dim, tag):
+        E._steps._plans.clear()
+        for name, f, g in cases:
+            h.compare(f"{name} dim={dim} {tag}", nbx=[lambda x=x, f=f: f(x, dim) for x in X],
+                      torch=[lambda x=x, g=g: g(x, dim) for x in xs], shape=shape, dtype="bfloat16",
+                      bytes=shape[0] * shape[1] * 2)
+
+    for shape in [(8192, 4096), (4096, 32768)]:
+        xs = [h.randn(shape) for _ in range(2)]
+        X = [h.nbx(x) for x in xs]
+        for bm, bk, warps in [(1, 4096, 4), (1, 4096, 8), (1, 4096, 16), (1, 2048, 4), (1, 2048, 8),
+                              (2, 2048, 8), (2, 4096, 8), (4, 1024, 4), (4, 1024, 8), (1, 8192, 16)]:
+            E.row_tiles = lambda rows, K, t=(bm, bk, warps): t
+            run(shape, 1, f"bm={bm} bk={bk} warps={warps}")
+    E.row_tiles = base[0]
+    shape = (4096, 4096)
+    xs = [h.randn(shape) for _ in range(3)]
+    X = [h.nbx(x) for x in xs]
+    for bi, bk, warps, programs in [(64, 64, 8, 264), (128, 32, 4, 264), (128, 64, 8, 528), (256, 16, 4, 528),
+                                    (256, 32, 8, 1056), (64, 64, 8, 1056), (512, 16, 8, 1056), (32, 64, 4, 528),
+                                    (16, 128, 4, 528)]:
+        E.col_tiles = lambda I, K, s, t=(bi, bk, warps): t
+        E._GPU_PROGRAMS = programs
+        run(shape, 0, f"bi={bi} bk={bk} warps={warps} programs={programs}")
+    E.row_tiles, E.col_tiles, E._GPU_PROGRAMS = base
+    E._steps._plans.clear()
+
+
+def sweep_pointwise(h) -> None:
+    import nbx_core.pointwise as P
+    from nbx_core.registry import get_registry
+
+    reg = get_registry()
+    add, gelu, sigmoid = (reg.lookup(f"aten::{n}") for n in ("add", "gelu", "sigmoid"))
+    base = P.GPU_THREAD_BYTES, P.GPU_WARPS
+    n = 1 << 28
+    for dtype in ("bfloat16", "float32"):
+        a, b = h.randn((n,), dtype), h.randn((n,), dtype)
+        A, B = h.nbx(a), h.nbx(b)
+        size = a.element_size()
+        for nbytes, warps in [(16, 4), (32, 4), (64, 4), (16, 8), (32, 8)]:
+            P.GPU_THREAD_BYTES, P.GPU_WARPS = nbytes, warps
+            P._plans._plans.clear()
+            tag = f"thread_bytes={nbytes} warps={warps}"
+            h.compare(f"add {tag}", nbx=lambda: add(A, B), torch=lambda: torch.add(a, b),  # noqa: B023
+                      shape=(n,), dtype=dtype, bytes=3 * n * size)
+            h.compare(f"gelu {tag}", nbx=lambda: gelu(A), torch=lambda: F.gelu(a),  # noqa: B023
+                      shape=(n,), dtype=dtype, bytes=2 * n * size)
+            h.compare(f"sigmoid {tag}", nbx=lambda: sigmoid(A), torch=lambda: torch.sigmoid(a),  # noqa: B023
+                      shape=(n,), dtype=dtype, bytes=2 * n * size)
+    P.GPU_THREAD_BYTES, P.GPU_WARPS = base
+    P._plans._plans.clear()
+
+
+def sweep_attention(h) -> None:
+    from nbx_attention import flash_attention as fa
+    from nbx_attention import sdpa
+
+    base = fa._config, fa.WARP_SPECIALIZE
+    cases = [(4, 32, 4096, 4096, 128, False), (4, 32, 4096, 4096, 128, True), (16, 12, 512, 512, 64, False)]
+    configs = {128: [(128, 64, 8, 3), (128, 128, 8, 3), (64, 64, 4, 3), (128, 128, 8, 4), (64, 128, 4, 3)],
+               64: [(128, 64, 4, 3), (64, 64, 4, 3), (128, 64, 8, 3), (64, 128, 4, 3)]}
+    for B, H, L, S, D, causal in cases:
+        q, k, v = h.randn((B, H, L, D)), h.randn((B, H, S, D)), h.randn((B, H, S, D))
+        Q, K, V = h.nbx(q), h.nbx(k), h.nbx(v)
+        flops = 4 * B * H * L * S * D // (2 if causal else 1)
+        for cfg, ws in [(c, False) for c in configs[D]] + [(c, True) for c in configs[D][1:3]]:
+            fa._config, fa.WARP_SPECIALIZE = (lambda *a, c=cfg: c), ws
+            h.compare(f"sdpa causal={causal} bm,bn,warps,stages={cfg} ws={ws}",
+                      nbx=lambda: sdpa.scaled_dot_product_attention(Q, K, V, None, 0.0, causal),  # noqa: B023
+                      torch=lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),  # noqa: B023
+                      shape=(B, H, L, S, D), dtype="bfloat16", flops=flops)
+    fa._config, fa.WARP_SPECIALIZE = base
+    B, H, S, D = 16, 32, 4096, 128
+    q, k, v = h.randn((B, H, 1, D)), h.randn((B, H, S, D)), h.randn((B, H, S, D))
+    Q, K, V = h.nbx(q), h.nbx(k), h.nbx(v)
+    target = fa.TARGET_PROGRAMS
+    for cfg in [(16, 64, 4, 4), (16, 128, 4, 3), (16, 64, 2, 4)]:
+        for programs in (528, 1056, 2112):
+            fa._config, fa.TARGET_PROGRAMS = (lambda *a, c=cfg: c), programs
+            h.compare(f"sdpa decode bm,bn,warps,stages={cfg} programs={programs}",
+                      nbx=lambda: sdpa.scaled_dot_product_attention(Q, K, V, None, 0.0, False),
+                      torch=lambda: F.scaled_dot_product_attention(q, k, v), shape=(B, H, 1, S, D),
+                      dtype="bfloat16", bytes=(B * H * D * 2 + 2 * B * H * S * D) * 2)
+    fa._config, fa.TARGET_PROGRAMS = base[0], target
+
+
+def main(argv: list[str] | None = None) -> int:
+    from benchmarks.harness import Harness
+
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--only", default="norm,reduction,pointwise,attention")
+    args = p.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    h = Harness(reps=30)
+    for name in args.only.split(","):
+        print(f"== sweep {name}", flush=True)
+        {"norm": sweep_norm, "reduction": sweep_reduction, "pointwise": sweep_pointwise,
+         "attention": sweep_attention}[name](h)
+    (args.out / "sweep.json").write_text(json.dumps({"gpu": torch.cuda.get_device_name(), "results": h.results,
+                                                     "errors": h.errors}, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(HERE.parent))
+    sys.exit(main())

@@ -1,0 +1,133 @@
+"""max, min, amax, amin, argmax, argmin and logsumexp on rows built to catch per-lane mistakes.
+
+The engine keeps one value (and index) per lane and combines the lanes at the end; these rows put
+ties, NaNs and identity values in the same lane (across iterations) and in different lanes, under
+the GPU tiles and tiny tiles (many lanes, many iterations), with int32 and with int64 indexing.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from nbx_core.testing import check_op, make
+
+NAN = float("nan")
+INF = float("inf")
+FLOATS = ["float32", "bfloat16", "float64"]
+# int32 and int64 reach the accumulator's identity (its minimum and maximum); uint8 starts at 0.
+INTS = ["int32", "int64", "uint8"]
+
+
+@pytest.fixture(params=["gpu", "tiny", "tiny-int64"])
+def tiling(request, monkeypatch) -> None:
+    """The engine's tiles for the test: its GPU choice, or tiny tiles (each lane sees several
+    elements), the second with int64 indexing forced. Other tests run the CPU choice."""
+    from nbx_reduction import engine as E
+
+    E._steps._plans.clear()
+    request.addfinalizer(E._steps._plans.clear)
+    if request.param == "gpu":
+        monkeypatch.setattr(E, "BACKEND", "cuda")
+    if request.param == "tiny":
+        monkeypatch.setattr(E, "row_tiles", lambda rows, K: (1, 8, 1))
+        monkeypatch.setattr(E, "col_tiles", lambda I, K, splittable: (4, 8, 1))
+    if request.param == "tiny-int64":
+        monkeypatch.setattr(E, "row_tiles", lambda rows, K: (2, 4, 1))
+        monkeypatch.setattr(E, "col_tiles", lambda I, K, splittable: (2, 16, 1))
+        monkeypatch.setattr(E, "needs_int64", lambda *args: True)
+
+
+# Rows of K elements. Under the tiny tiles (BLOCK_K 4, 8, 16) some of these share a lane and some
+# do not; the GPU's BLOCK_K of 2048 behaves as tiny tiles do, and costs the interpreter far more.
+K = 37
+_TOP = (3, 11, 19, 35, 6)
+_BOTTOM = (4, 12, 20, 36)
+# The first of these sits in a lane after the others' lanes.
+_LATE = (35, 19, 11, 6)
+
+
+def _float_rows() -> torch.Tensor:
+    rows = [torch.full((K,), v, dtype=torch.float64) for v in (-INF, INF, NAN)]
+    for top in (4.0, INF):
+        r = make((K,), "float64", low=-1, high=1, seed=K)
+        r[list(_TOP)] = top
+        r[list(_BOTTOM)] = -top
+        rows.append(r)
+        r = make((K,), "float64", low=-1, high=1, seed=K + 1)
+        r[list(_LATE)] = top
+        rows.append(r)
+        rows.append(-r)
+    r = make((K,), "float64", seed=1)
+    r[K // 2] = 9.0
+    r[[K // 2 + 8, K - 1]] = NAN
+    rows.append(r)
+    r = make((K,), "float64", seed=2)
+    r[[0, 8, K - 1]] = NAN
+    rows.append(r)
+    r = torch.full((K,), -INF, dtype=torch.float64)
+    r[K - 1] = 0.0
+    rows.append(r)
+    r = torch.full((K,), INF, dtype=torch.float64)
+    r[K - 1] = -INF
+    rows.append(r)
+    rows.append(make((K,), "float64", seed=3))
+    return torch.stack(rows)
+
+
+def _int_rows(dtype: str) -> torch.Tensor:
+    info = torch.iinfo(getattr(torch, dtype))
+    rows = [torch.full((K,), v, dtype=torch.int64) for v in (info.min, info.max)]
+    r = make((K,), "int64", low=-3, high=3, seed=K)
+    r[list(_TOP)] = info.max
+    r[list(_BOTTOM)] = info.min
+    rows.append(r)
+    r = make((K,), "int64", low=-3, high=3, seed=K + 1)
+    r[list(_LATE)] = info.max
+    rows.append(r)
+    r = r.clone()
+    r[list(_LATE)] = info.min
+    rows.append(r)
+    r = torch.full((K,), info.min, dtype=torch.int64)
+    r[[K // 2, K - 1]] = info.min + 1
+    rows.append(r)
+    rows.append(make((K,), "int64", seed=4))
+    return torch.stack(rows).clamp(info.min, info.max).to(getattr(torch, dtype))
+
+
+def _check(x: torch.Tensor, lse: bool) -> None:
+    # Reducing dim 1 of x runs the row kernel; dim 0 of its transpose made contiguous, the column kernel.
+    for t, dim in ((x, 1), (x.t().contiguous(), 0)):
+        if t.dtype != torch.bool:
+            check_op("aten::argmax", t, dim)
+            check_op("aten::argmin", t, dim, True)
+        check_op("aten::max.dim", t, dim)
+        check_op("aten::min.dim", t, dim)
+        check_op("aten::amax", t, [dim])
+        check_op("aten::amin", t, [dim], True)
+        if lse:
+            check_op("aten::logsumexp", t, [dim])
+    if x.dtype != torch.bool:
+        check_op("aten::argmax", x)
+        check_op("aten::argmin", x)
+    check_op("aten::max", x)
+    check_op("aten::min", x)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_float_lanes(tiling: None, dtype: str) -> None:
+    _check(_float_rows().to(getattr(torch, dtype)), lse=True)
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_int_lanes(tiling: None, dtype: str) -> None:
+    _check(_int_rows(dtype), lse=False)
+
+
+@pytest.mark.parametrize("tiling", ["tiny"], indirect=True)
+def test_bool_lanes(tiling: None) -> None:
+    x = torch.zeros((4, K), dtype=torch.bool)
+    x[1] = True
+    x[2, list(_LATE)] = True
+    x[3, K - 1] = True
+    _check(x, lse=False)
