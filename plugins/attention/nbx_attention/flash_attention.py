@@ -43,6 +43,8 @@ TARGET_PROGRAMS = 4 * 132 if BACKEND != "cpu" else 1
 """Split the key range while fewer programs than this would run (an H200 has 132 SMs)."""
 MIN_SPLIT_KEYS = 512
 """Fewest keys one split handles (tests lower both knobs to reach the split path)."""
+WARP_SPECIALIZE = False
+"""Let Triton warp-specialize the interior key loop on the GPU (producer and consumer warps)."""
 
 
 @triton.jit
@@ -53,9 +55,15 @@ def _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, of
                 ACC: tl.constexpr):
     cols = start_n + offs_n
     kv_ok = cols < S
-    d_ok = offs_d < E
-    kt = tl.load(k_base + cols[None, :] * skn + offs_d[:, None] * skd,
-                 mask=kv_ok[None, :] & d_ok[:, None], other=0.0)
+    # Interior blocks lie inside the key length: only a padded head dim needs a load mask there.
+    k_ptrs = k_base + cols[None, :] * skn + offs_d[:, None] * skd
+    v_ptrs = v_base + cols[:, None] * svn + offs_dv[None, :] * svd
+    if EDGE:
+        kt = tl.load(k_ptrs, mask=kv_ok[None, :] & (offs_d < E)[:, None], other=0.0)
+    elif E == BLOCK_D:
+        kt = tl.load(k_ptrs)
+    else:
+        kt = tl.load(k_ptrs, mask=(offs_d < E)[:, None], other=0.0)
     qk = tl.dot(dot_operand(q), dot_operand(kt), input_precision=PREC, out_dtype=ACC) * qk_scale
     if MASK_KIND != 0:
         mptr = mask_base + offs_m[:, None] * smm + cols[None, :] * smn
@@ -75,10 +83,15 @@ def _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, of
     p = tl.exp2(qk - m_use[:, None])
     alpha = tl.exp2(m_i - m_use)
     l_i = l_i * alpha + tl.sum(p, axis=1)
-    v = tl.load(v_base + cols[:, None] * svn + offs_dv[None, :] * svd,
-                mask=kv_ok[:, None] & (offs_dv < EV)[None, :], other=0.0)
-    acc = acc * alpha[:, None] + tl.dot(dot_operand(p.to(v.dtype)), dot_operand(v), input_precision=PREC,
-                                        out_dtype=ACC)
+    if EDGE:
+        v = tl.load(v_ptrs, mask=kv_ok[:, None] & (offs_dv < EV)[None, :], other=0.0)
+    elif EV == BLOCK_DV:
+        v = tl.load(v_ptrs)
+    else:
+        v = tl.load(v_ptrs, mask=(offs_dv < EV)[None, :], other=0.0)
+    # The product accumulates into acc itself (one accumulator tile in registers, not two).
+    acc = tl.dot(dot_operand(p.to(v.dtype)), dot_operand(v), acc * alpha[:, None], input_precision=PREC,
+                 out_dtype=ACC)
     return acc, m_new, l_i
 
 
@@ -104,7 +117,7 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml
                      E: tl.constexpr, EV: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                      BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr, MASK_KIND: tl.constexpr,
                      CAUSAL: tl.constexpr, SPLIT: tl.constexpr, STORE_LSE: tl.constexpr,
-                     PREC: tl.constexpr, ACC: tl.constexpr):
+                     PREC: tl.constexpr, ACC: tl.constexpr, WARP_SPEC: tl.constexpr):
     start_m = tl.program_id(0)
     zh = tl.program_id(1)
     split = tl.program_id(2)
@@ -134,7 +147,7 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml
         hi = tl.minimum(hi, (start_m + 1) * BLOCK_M)
         safe = tl.minimum(safe, ((start_m * BLOCK_M + 1) // BLOCK_N) * BLOCK_N)
     mid = tl.maximum(lo, tl.minimum(hi, safe))
-    for start_n in range(lo, mid, BLOCK_N):
+    for start_n in tl.range(lo, mid, BLOCK_N, warp_specialize=WARP_SPEC):
         acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n,
                                     offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn,
                                     E, EV, BLOCK_D, BLOCK_DV, MASK_KIND, CAUSAL, False, PREC, ACC)
@@ -202,10 +215,9 @@ def _config(dtype: D.DType, L: int, S: int, E: int, EV: int) -> tuple[int, int, 
         return (16 if L <= 16 else 64), 32, 4, 2
     if L <= 16:
         return 16, 64, 4, 4 if d <= 128 else 2
-    if d <= 64:
-        return 128, 64, 4, 3
     if d <= 128:
-        return 128, 64, 8, 3
+        # H200 sweep (benchmarks/sweep.py), bf16: ahead of 128-row tiles at head dims 64 and 128.
+        return 64, 64, 4, 3
     return 64, 64, 8, 2
 
 
@@ -250,7 +262,7 @@ def flash_forward(q: NBXTensor, k: NBXTensor, v: NBXTensor, mask: NBXTensor | No
            *q.stride(), *k.stride(), *v.stride(), *ms, *out.stride(), *ls,
            E=E, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=bd, MASK_KIND=kind, CAUSAL=causal, SPLIT=split,
            PREC="ieee" if q.dtype in (D.float32, D.float64) else "tf32",
-           num_warps=warps, num_stages=stages,
+           WARP_SPEC=WARP_SPECIALIZE and BACKEND != "cpu", num_warps=warps, num_stages=stages,
            **common)
     if split:
         mbm = max(16, min(64, next_pow2(L)))
