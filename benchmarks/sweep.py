@@ -24,6 +24,8 @@ HERE = Path(__file__).parent
 def sweep_norm(h) -> None:
     from nbx_norm import layer_norm as ln
 
+    from nbx_core.launch import next_pow2
+
     base_tile, base_warps = ln._TILE, ln._num_warps
     for m, n in [(8192, 4096), (4096, 32768), (16384, 768)]:
         xs = [h.randn((m, n)) for _ in range(2)]
@@ -35,7 +37,7 @@ def sweep_norm(h) -> None:
         warp_opts = [8, 16, 32] if n >= 32768 else [2, 4, 8, 16]
         for rows in rows_opts:
             for warps in warp_opts:
-                ln._TILE = rows * ln.next_pow2(n)
+                ln._TILE = rows * next_pow2(n)
                 ln._num_warps = lambda block, w=warps: w
                 ln._plans._plans.clear()
                 tag = f"rows={rows} warps={warps}"

@@ -330,6 +330,16 @@ def next_pow2(n: int) -> int:
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
+def row_blocks(rows: int, n: int, fused_max: int, chunk: int, tile: int) -> tuple[int, int, bool]:
+    """(BLOCK, ROWS, CHUNKED) of a kernel over ``rows`` rows of ``n`` elements: a row that fits
+    ``fused_max`` is one block, and several rows share a program up to ``tile`` elements; a longer
+    row is walked ``chunk`` elements at a time, one row per program."""
+    block = next_pow2(n)
+    if block > fused_max:
+        return min(chunk, fused_max), 1, True
+    return block, min(next_pow2(rows), max(1, tile // block)), False
+
+
 def block_size(n: int, gpu: int = 1024, cpu_cap: int = 1 << 16) -> int:
     """A 1-D block for ``n`` elements: ``gpu`` on a GPU; on the interpreter, as few programs as the
     host memory of one program allows, since each program costs Python time there."""

@@ -13,7 +13,7 @@ Rows of all ``-inf`` give NaN (torch's softmax) except in ``_safe_softmax``, whe
 CPU kernel refuses it.
 """
 
-from nbx_core.launch import BACKEND, cdiv, launch, next_pow2
+from nbx_core.launch import BACKEND, cdiv, launch, row_blocks
 
 # isort: split
 import triton
@@ -119,12 +119,7 @@ def _launch_softmax(op: str, x: NBXTensor, dim: int, out_dtype: D.DType, in_dtyp
                                 tuple(st for i, st in enumerate(ostrides) if i != d) or (0,))
     if not cshape:
         cshape, xs, ys = (1,), (0,), (0,)
-    block = next_pow2(n)
-    chunked = block > FUSED_MAX
-    if chunked:
-        block, rows = min(CHUNK, FUSED_MAX), 1
-    else:
-        rows = min(next_pow2(r), max(1, _TILE // block))
+    block, rows, chunked = row_blocks(r, n, FUSED_MAX, CHUNK, _TILE)
     launch(_softmax_kernel, (cdiv(r, rows),), x, out, r, n, cshape, xs, ys, strides[d], ostrides[d],
            LOG=log, SAFE=safe, IN_DT=tl_dtype(in_dtype), COMPUTE=tl_dtype(D.compute_dtype(in_dtype)),
            NDIM=len(cshape), ROWS=rows, BLOCK=block, CHUNKED=chunked, INT64=needs_int64(r * n, x, out),

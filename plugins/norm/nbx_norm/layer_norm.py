@@ -11,7 +11,7 @@ second normalises. Statistics are float32 for half types (float64 for float64 in
 from collections.abc import Sequence
 
 # nbx_core.launch picks the backend, which must happen before Triton is first imported.
-from nbx_core.launch import BACKEND, Prepared, cdiv, next_pow2, prepare
+from nbx_core.launch import BACKEND, Prepared, cdiv, prepare, row_blocks
 
 # isort: split
 import triton
@@ -146,12 +146,7 @@ class _RowPlan:
         self.run: Prepared | None = None
         if m == 0 or n == 0:
             return
-        block = next_pow2(n)
-        chunked = block > FUSED_MAX
-        if chunked:
-            block, rows = min(CHUNK, FUSED_MAX), 1
-        else:
-            rows = min(next_pow2(m), max(1, _TILE // block))
+        block, rows, chunked = row_blocks(m, n, FUSED_MAX, CHUNK, _TILE)
         self.run = prepare(_row_norm_kernel, (cdiv(m, rows),),
                            (None, None, None, None, None, None, m, n, float(eps), float(eps)), range(6),
                            RMS=rms, HAS_W=weight is not None, HAS_B=bias is not None, STATS=stats,
