@@ -121,7 +121,7 @@ def sweep_attention(h) -> None:
     from nbx_attention import flash_attention as fa
     from nbx_attention import sdpa
 
-    base = fa._config, fa.WARP_SPECIALIZE
+    base = fa._config
     cases = [(4, 32, 4096, 4096, 128, False), (4, 32, 4096, 4096, 128, True), (16, 12, 512, 512, 64, False)]
     configs = {128: [(128, 64, 8, 3), (128, 128, 8, 3), (64, 64, 4, 3), (128, 128, 8, 4), (64, 128, 4, 3)],
                64: [(128, 64, 4, 3), (64, 64, 4, 3), (128, 64, 8, 3), (64, 128, 4, 3)]}
@@ -129,13 +129,13 @@ def sweep_attention(h) -> None:
         q, k, v = h.randn((B, H, L, D)), h.randn((B, H, S, D)), h.randn((B, H, S, D))
         Q, K, V = h.nbx(q), h.nbx(k), h.nbx(v)
         flops = 4 * B * H * L * S * D // (2 if causal else 1)
-        for cfg, ws in [(c, False) for c in configs[D]] + [(c, True) for c in configs[D][1:3]]:
-            fa._config, fa.WARP_SPECIALIZE = (lambda *a, c=cfg: c), ws
-            h.compare(f"sdpa causal={causal} bm,bn,warps,stages={cfg} ws={ws}",
+        for cfg in configs[D]:
+            fa._config = lambda *a, c=cfg: c
+            h.compare(f"sdpa causal={causal} bm,bn,warps,stages={cfg}",
                       nbx=lambda: sdpa.scaled_dot_product_attention(Q, K, V, None, 0.0, causal),  # noqa: B023
                       torch=lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),  # noqa: B023
                       shape=(B, H, L, S, D), dtype="bfloat16", flops=flops)
-    fa._config, fa.WARP_SPECIALIZE = base
+    fa._config = base
     B, H, S, D = 16, 32, 4096, 128
     q, k, v = h.randn((B, H, 1, D)), h.randn((B, H, S, D)), h.randn((B, H, S, D))
     Q, K, V = h.nbx(q), h.nbx(k), h.nbx(v)
@@ -147,7 +147,7 @@ def sweep_attention(h) -> None:
                       nbx=lambda: sdpa.scaled_dot_product_attention(Q, K, V, None, 0.0, False),
                       torch=lambda: F.scaled_dot_product_attention(q, k, v), shape=(B, H, 1, S, D),
                       dtype="bfloat16", bytes=(B * H * D * 2 + 2 * B * H * S * D) * 2)
-    fa._config, fa.TARGET_PROGRAMS = base[0], target
+    fa._config, fa.TARGET_PROGRAMS = base, target
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -43,8 +43,6 @@ TARGET_PROGRAMS = 4 * 132 if BACKEND != "cpu" else 1
 """Split the key range while fewer programs than this would run (an H200 has 132 SMs)."""
 MIN_SPLIT_KEYS = 512
 """Fewest keys one split handles (tests lower both knobs to reach the split path)."""
-WARP_SPECIALIZE = False
-"""Let Triton warp-specialize the interior key loop on the GPU (producer and consumer warps)."""
 
 
 @triton.jit
@@ -117,7 +115,7 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml
                      E: tl.constexpr, EV: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                      BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr, MASK_KIND: tl.constexpr,
                      CAUSAL: tl.constexpr, SPLIT: tl.constexpr, STORE_LSE: tl.constexpr,
-                     PREC: tl.constexpr, ACC: tl.constexpr, WARP_SPEC: tl.constexpr):
+                     PREC: tl.constexpr, ACC: tl.constexpr):
     start_m = tl.program_id(0)
     zh = tl.program_id(1)
     split = tl.program_id(2)
@@ -147,7 +145,7 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml
         hi = tl.minimum(hi, (start_m + 1) * BLOCK_M)
         safe = tl.minimum(safe, ((start_m * BLOCK_M + 1) // BLOCK_N) * BLOCK_N)
     mid = tl.maximum(lo, tl.minimum(hi, safe))
-    for start_n in tl.range(lo, mid, BLOCK_N, warp_specialize=WARP_SPEC):
+    for start_n in range(lo, mid, BLOCK_N):
         acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n,
                                     offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn,
                                     E, EV, BLOCK_D, BLOCK_DV, MASK_KIND, CAUSAL, False, PREC, ACC)
@@ -262,7 +260,7 @@ def flash_forward(q: NBXTensor, k: NBXTensor, v: NBXTensor, mask: NBXTensor | No
            *q.stride(), *k.stride(), *v.stride(), *ms, *out.stride(), *ls,
            E=E, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=bd, MASK_KIND=kind, CAUSAL=causal, SPLIT=split,
            PREC="ieee" if q.dtype in (D.float32, D.float64) else "tf32",
-           WARP_SPEC=WARP_SPECIALIZE and BACKEND != "cpu", num_warps=warps, num_stages=stages,
+           num_warps=warps, num_stages=stages,
            **common)
     if split:
         mbm = max(16, min(64, next_pow2(L)))
