@@ -1,10 +1,12 @@
 """Tile sweeps on one GPU: which launch configuration each row kernel should ship with.
 
-    python -m benchmarks.sweep --out DIR [--only norm,reduction]
+    python -m benchmarks.sweep --out DIR [--only norm,reduction,pointwise,attention]
 
-Each candidate replaces the plugin's tile choice for the run (norm: rows per program and warps;
-reduction: the row kernel's (BLOCK_M, BLOCK_K, warps), the column kernel's (BLOCK_I, BLOCK_K, warps)
-and the program count below which K is split), then is timed against torch like any benchmark.
+Each candidate replaces a tile choice for the run, then is timed against torch like any benchmark:
+norm, rows per program and warps; reduction, the row kernel's (BLOCK_M, BLOCK_K, warps), the column
+kernel's (BLOCK_I, BLOCK_K, warps) and the program count below which K is split; pointwise, bytes
+per thread and warps; attention, the flash kernel's (BLOCK_M, BLOCK_N, warps, stages) and, for
+decoding, the program count below which keys are split.
 Results go to ``DIR/sweep.json``; the winners are what the plugins' defaults are set from.
 """
 
