@@ -1,18 +1,20 @@
 """Tile sweeps on one GPU: which launch configuration each row kernel should ship with.
 
-    python -m benchmarks.sweep --out DIR [--only norm,reduction,pointwise,attention]
+    python -m benchmarks.sweep --out DIR [--only norm,reduction,pointwise,attention,...]
 
 Each candidate replaces a tile choice for the run, then is timed against torch like any benchmark:
 norm, rows per program and warps; reduction, the row kernel's (BLOCK_M, BLOCK_K, warps), the column
 kernel's (BLOCK_I, BLOCK_K, warps) and the program count below which K is split; pointwise, bytes
 per thread and warps; attention, the flash kernel's (BLOCK_M, BLOCK_N, warps, stages) and, for
-decoding, the program count below which keys are split.
+decoding, the program count below which keys are split. Any other name runs ``sweep(h)`` of the
+family's benchmark module (``benchmarks/bench_<name>.py``), where a family keeps its own candidates.
 Results go to ``DIR/sweep.json``; the winners are what the plugins' defaults are set from.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -163,8 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     h = Harness(reps=30)
     for name in args.only.split(","):
         print(f"== sweep {name}", flush=True)
-        {"norm": sweep_norm, "reduction": sweep_reduction, "pointwise": sweep_pointwise,
-         "attention": sweep_attention}[name](h)
+        builtin = {"norm": sweep_norm, "reduction": sweep_reduction, "pointwise": sweep_pointwise,
+                   "attention": sweep_attention}
+        builtin[name](h) if name in builtin else importlib.import_module(f"benchmarks.bench_{name}").sweep(h)
     (args.out / "sweep.json").write_text(json.dumps({"gpu": torch.cuda.get_device_name(), "results": h.results,
                                                      "errors": h.errors}, indent=1) + "\n")
     return 0
