@@ -6,8 +6,10 @@ into the captured input buffers, replays the graph and returns the output tensor
 same tensors at every replay (each replay overwrites them: copy what you keep).
 
 A program whose ops read device values back on the host during the run (data-dependent sizes,
-``item()``, index checks that read a flag) cannot be captured; capture fails with a GraphError
-naming the cause. Shapes, dtypes and devices of later inputs must equal the captured ones.
+``item()``, in-place index writes that check their indices first) cannot be captured; capture
+fails with a GraphError naming the cause. Device-side checks of the captured ops (out-of-range
+indices, :mod:`nbx_core.checks`) are re-armed at every replay and raise at the next host wait.
+Shapes, dtypes and devices of later inputs must equal the captured ones.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import itertools
 from collections.abc import Mapping
 from typing import Any
 
+from .. import checks
 from ..errors import DeviceError, GraphError, GraphInputError
 from ..memory import cuda as _cuda
 from ..ops.copy import copy_
@@ -29,13 +32,14 @@ class CapturedProgram:
     """A Program recorded as one CUDA graph; call it like the Program (keywords or positions)."""
 
     def __init__(self, program: Program, inputs: dict[str, NBXTensor], outputs: dict[str, NBXTensor],
-                 graph: Any, exec_: Any, stream: Any) -> None:
+                 graph: Any, exec_: Any, stream: Any, device_checks: list[Any]) -> None:
         self.program = program
         self._inputs = inputs
         self._outputs = outputs
         self._graph = graph
         self._exec = exec_
         self._stream = stream
+        self._checks = device_checks
 
     def run(self, inputs: Mapping[str, Any]) -> dict[str, NBXTensor]:
         """Replay with ``inputs`` (name -> tensor); returns the captured output tensors."""
@@ -54,6 +58,7 @@ class CapturedProgram:
             if value.data_ptr() != static.data_ptr():
                 copy_(static, value)
         _cuda.check(_cuda._driver().cuGraphLaunch(self._exec, _cuda.current_stream()), "cuGraphLaunch")
+        checks.rearm(self._checks)
         return dict(self._outputs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> NBXTensor | tuple[NBXTensor, ...]:
@@ -92,6 +97,7 @@ def capture(program: Program, *args: Any, **kwargs: Any) -> CapturedProgram:
             outputs = program.run(static)
         except Exception as e:
             driver.cuStreamEndCapture(stream)
+            checks.captured_checks(ident)
             raise GraphError(
                 f"{program.graph.file}: cannot capture as a CUDA graph: an op synchronises with the host or "
                 f"uses the default stream during the run ({type(e).__name__}: {e}); run it uncaptured"
@@ -103,4 +109,4 @@ def capture(program: Program, *args: Any, **kwargs: Any) -> CapturedProgram:
     # CUDA 12 folded cuGraphInstantiateWithFlags into cuGraphInstantiate; bindings have one or both.
     instantiate = getattr(driver, "cuGraphInstantiateWithFlags", None) or driver.cuGraphInstantiate
     exec_ = _cuda.check(instantiate(graph, flags), "cuGraphInstantiate")
-    return CapturedProgram(program, static, outputs, graph, exec_, stream)
+    return CapturedProgram(program, static, outputs, graph, exec_, stream, checks.captured_checks(ident))

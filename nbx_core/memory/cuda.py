@@ -7,6 +7,7 @@ stream, the stream NBX launches on, so a free is ordered after every kernel that
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from ..device import Device
 from ..errors import BackendError, DeviceError, OutOfMemoryError
@@ -229,9 +230,20 @@ class CudaStorage:
         if nbytes:
             ensure_context(self.device.index)
             check(_driver().cuMemcpyDtoH(dst_ptr, self.ptr + src_offset, nbytes), "device-to-host copy")
+            _after_host_wait()
 
 
 def synchronize(device: Device | None = None) -> None:
     """Wait for every kernel queued on the NBX stream."""
     ensure_context(device.index if device is not None else 0)
     check(_driver().cuCtxSynchronize(), "cuCtxSynchronize")
+    _after_host_wait()
+
+
+host_wait_hooks: list[Callable[[], None]] = []
+"""Called after the host has waited for the device (nbx_core.checks reads its flags there)."""
+
+
+def _after_host_wait() -> None:
+    for hook in host_wait_hooks:
+        hook()

@@ -172,10 +172,14 @@ def layouts(t: torch.Tensor) -> Iterator[tuple[str, torch.Tensor]]:
 
 
 def run_op(name: str, *args: Any, **kwargs: Any) -> Any:
-    """Call ``name`` through the registry with torch tensors converted to NBXTensors."""
+    """Call ``name`` through the registry with torch tensors converted to NBXTensors; errors found
+    on the device (see :mod:`nbx_core.checks`) are raised here on every backend."""
+    from ..checks import verify
     from ..registry import get_registry
 
-    return get_registry().call(name, *from_torch(list(args)), **{k: from_torch(v) for k, v in kwargs.items()})
+    out = get_registry().call(name, *from_torch(list(args)), **{k: from_torch(v) for k, v in kwargs.items()})
+    verify()
+    return out
 
 
 def _aten(name: str) -> Callable[..., Any]:
@@ -242,7 +246,8 @@ def check_op(name: str, *args: Any, torch_fn: Callable[..., Any] | None = None, 
 
 
 def check_raises(name: str, *args: Any, match: str | None = None, **kwargs: Any) -> Exception:
-    """Assert that NBX raises a clear NbxError (before any kernel runs) where torch raises."""
+    """Assert that NBX raises a clear NbxError where torch raises: before any kernel runs, or for
+    data only the device sees (indices out of range) when the op's checks are read."""
     from ..errors import NbxError
 
     try:

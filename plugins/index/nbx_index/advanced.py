@@ -27,7 +27,7 @@ from nbx_core.ops import views as V
 from nbx_core.shape import broadcast_shapes, numel
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 
-from .common import BIG, checked, contiguous_copy, dims_or_one, flag_for, raise_if_flagged
+from .common import BIG, checked, contiguous_copy, dims_or_one, flag_for, raise_if_flagged, raise_now_if_flagged
 from .gather import take_rows
 from .scatter import ADD, SET, scatter_serial
 
@@ -61,21 +61,22 @@ class _Plan:
         self.shape = (*self.pre[0], *self.bshape, *self.post[0])
         self.slots, self.adv = slots, adv
 
-    def offsets(self, op: str) -> NBXTensor:
-        """int64 element offsets into ``x`` for each position of the broadcast index shape."""
+    def offsets(self, op: str, wait: bool = False) -> NBXTensor:
+        """int64 element offsets into ``x`` for each position of the broadcast index shape;
+        ``wait``: read the range checks at once (before an in-place write)."""
         x = self.x
         n = numel(self.bshape)
         lin = empty_tensor((n,), D.int64, x.device)
         if n == 0:
             return lin
-        flag = flag_for(x.device)
         block = block_size(n)
         for k, d in enumerate(self.adv):
+            flag = flag_for(x.device)
             t = V.expand(self.slots[d], self.bshape)
             shape, st = dims_or_one(t.shape, t.stride())
             launch(_lin_kernel, (cdiv(n, block),), lin, t, flag, n, x.shape[d], x.stride(d), shape, st, ACC=k > 0,
                    NDIM=len(shape), BLOCK=block, INT64=needs_int64(n, t))
-            raise_if_flagged(op, f"indices[{d}]", flag, x.shape[d])
+            (raise_now_if_flagged if wait else raise_if_flagged)(op, f"indices[{d}]", flag, x.shape[d])
         return lin
 
 
@@ -137,7 +138,7 @@ def _put(op: str, dst: NBXTensor, indices: Sequence[Any], values: NBXTensor, acc
     except Exception:
         raise ShapeError(f"{op}: values of shape {tuple(values.shape)} cannot broadcast to the indexed shape "
                          f"{plan.shape}") from None
-    lin = plan.offsets(op)
+    lin = plan.offsets(op, wait=True)
     J, Q = lin.numel(), numel(plan.post[0])
     vals = contiguous_copy(vals)
     lanes = (*plan.pre[0], *plan.post[0])

@@ -1,32 +1,31 @@
 """What every index kernel module shares: argument checks and the out-of-range flag.
 
 An index is checked on the device, not on the host: a kernel that reads an index clamps a bad one
-to 0 (so no access leaves the tensor) and raises a flag, a two-element int64 buffer per device
-(``[bad, value]``). The wrapper reads the flag back after the launch and raises
-:class:`IndexOutOfRangeError` naming the op, the argument and one offending value. In-place ops
-run :func:`check_range` before they write anything.
+to 0 (so no access leaves the tensor) and raises its launch's flag (a slot of
+:mod:`nbx_core.checks`, ``[bad, value]``). :func:`raise_if_flagged` registers the
+:class:`IndexOutOfRangeError` naming the op, the argument and the offending value; on the GPU it
+surfaces when the host next waits for the device (reading a result, synchronizing), so that an
+index op never stalls the host. In-place ops run :func:`check_range`, which waits, before they
+write anything.
 """
 
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import triton
 import triton.language as tl
 
+from nbx_core import checks
 from nbx_core import dtypes as D
 from nbx_core.errors import IndexOutOfRangeError, NbxTypeError
 from nbx_core.kernels.copy import copy_into
 from nbx_core.kernels.indexing import block_indices, needs_int64, strided_offsets
 from nbx_core.launch import block_size, cdiv, launch
 from nbx_core.shape import coalesce
-from nbx_core.tensor import NBXTensor, empty_tensor, tensor
+from nbx_core.tensor import NBXTensor, empty_tensor
 
 INT_INDEX = (D.int32, D.int64)
 BIG = 2**62
-
-_flags: dict[Any, NBXTensor] = {}
-
 
 def check_index_dtype(op: str, arg: str, t: Any, allowed: Sequence[D.DType] = INT_INDEX) -> NBXTensor:
     """``t`` must be an NBXTensor of one of the ``allowed`` integer dtypes."""
@@ -39,29 +38,28 @@ def check_index_dtype(op: str, arg: str, t: Any, allowed: Sequence[D.DType] = IN
 
 
 def flag_for(device: Any) -> NBXTensor:
-    """This device's out-of-range flag, zero between launches."""
-    flag = _flags.get(device)
-    if flag is None:
-        flag = _flags[device] = tensor(np.zeros(2, np.int64), device=device)
-    return flag
+    """A zeroed out-of-range flag for one launch (a slot of :mod:`nbx_core.checks`)."""
+    return checks.slot(device)
 
 
-def read_flag(flag: NBXTensor) -> tuple[bool, int]:
-    """Read the flag back as (raised, one offending value); a raised flag is replaced by a fresh one."""
-    bad, value = flag.tolist()
-    if bad:
-        _flags.pop(flag.device, None)
-    return bool(bad), int(value)
+def _out_of_range(op: str, arg: str, size: int | str, value: int) -> IndexOutOfRangeError:
+    return IndexOutOfRangeError(
+        f"{op}: {arg} holds {value}, out of bounds for a dimension of size {size}: "
+        "indices must lie in range (negative ones count from the end only where the op allows)"
+    )
 
 
 def raise_if_flagged(op: str, arg: str, flag: NBXTensor, size: int | str) -> None:
-    """Read the flag back; if a kernel raised it, raise a clear error."""
-    bad, value = read_flag(flag)
+    """Raise a clear error if a kernel raised ``flag``: at once on the interpreter, at the next host
+    wait on the GPU (see :mod:`nbx_core.checks`)."""
+    checks.raise_later(flag, lambda value: _out_of_range(op, arg, size, value))
+
+
+def raise_now_if_flagged(op: str, arg: str, flag: NBXTensor, size: int | str) -> None:
+    """Wait for the device and raise a clear error if a kernel raised ``flag``."""
+    bad, value = checks.read_now(flag)
     if bad:
-        raise IndexOutOfRangeError(
-            f"{op}: {arg} holds {value}, out of bounds for a dimension of size {size}: "
-            "indices must lie in range (negative ones count from the end only where the op allows)"
-        )
+        raise _out_of_range(op, arg, size, value)
 
 
 @triton.jit
@@ -90,7 +88,8 @@ def _range_kernel(idx_ptr, flag_ptr, n, size, shape, strides, NEG: tl.constexpr,
 
 
 def check_range(op: str, arg: str, index: NBXTensor, size: int) -> None:
-    """Raise unless every value of ``index`` lies in ``[0, size)``."""
+    """Raise unless every value of ``index`` lies in ``[0, size)`` (waits for the device: in-place
+    ops call it before they write)."""
     n = index.numel()
     if n == 0:
         return
@@ -101,7 +100,7 @@ def check_range(op: str, arg: str, index: NBXTensor, size: int) -> None:
     block = block_size(n)
     launch(_range_kernel, (cdiv(n, block),), index, flag, n, size, shape, st, NEG=False, NDIM=len(shape),
            BLOCK=block, INT64=needs_int64(n, index))
-    raise_if_flagged(op, arg, flag, size)
+    raise_now_if_flagged(op, arg, flag, size)
 
 
 def contiguous_copy(x: NBXTensor, dtype: D.DType | None = None) -> NBXTensor:

@@ -13,6 +13,7 @@ from typing import Any
 import triton
 import triton.language as tl
 
+from nbx_core import checks
 from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
 from nbx_core.kernels.copy import copy_into
@@ -24,7 +25,7 @@ from nbx_core.pointwise import pointwise
 from nbx_core.shape import wrap_dim, wrap_dims
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 
-from .common import check_index_dtype, contiguous_copy, flag_for, read_flag
+from .common import check_index_dtype, contiguous_copy, flag_for
 
 
 def flip(self: NBXTensor, dims: Sequence[int]) -> NBXTensor:
@@ -173,7 +174,7 @@ def _source_index(op: str, repeats: NBXTensor, output_size: int | None) -> NBXTe
     if n:
         flag = flag_for(repeats.device)
         launch(_cumsum_kernel, (1,), cum, repeats, flag, n, repeats.stride(0), BLOCK=min(block_size(n), 1024))
-        bad, value = read_flag(flag)
+        bad, value = checks.read_now(flag)
         if bad:
             raise NbxValueError(f"{op}: repeats holds {value}: repeats must be non-negative")
     total = int(V.select(cum, 0, n - 1).item()) if n else 0
