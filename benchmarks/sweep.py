@@ -5,7 +5,7 @@
 Each candidate replaces a tile choice for the run, then is timed against torch like any benchmark:
 norm, rows per program and warps; reduction, the row kernel's (BLOCK_M, BLOCK_K, warps), the column
 kernel's (BLOCK_I, BLOCK_K, warps) and the program count below which K is split; pointwise, bytes
-per thread and warps; attention, the flash kernel's (BLOCK_M, BLOCK_N, warps, stages) and, for
+per thread, warps and the loads' eviction hint; attention, the flash kernel's (BLOCK_M, BLOCK_N, warps, stages) and, for
 decoding, the program count below which keys are split. Any other name runs ``sweep(h)`` of the
 family's benchmark module (``benchmarks/bench_<name>.py``), where a family keeps its own candidates.
 Results go to ``DIR/sweep.json``; the winners are what the plugins' defaults are set from.
@@ -101,23 +101,24 @@ def sweep_pointwise(h) -> None:
 
     reg = get_registry()
     add, gelu, sigmoid = (reg.lookup(f"aten::{n}") for n in ("add", "gelu", "sigmoid"))
-    base = P.GPU_THREAD_BYTES, P.GPU_WARPS
+    base = P.GPU_THREAD_BYTES, P.GPU_WARPS, P.GPU_EVICT
     n = 1 << 28
     for dtype in ("bfloat16", "float32"):
         a, b = h.randn((n,), dtype), h.randn((n,), dtype)
         A, B = h.nbx(a), h.nbx(b)
         size = a.element_size()
-        for nbytes, warps in [(16, 4), (32, 4), (64, 4), (16, 8), (32, 8)]:
-            P.GPU_THREAD_BYTES, P.GPU_WARPS = nbytes, warps
+        for nbytes, warps, evict in [(32, 4, ""), (32, 4, "evict_first"), (64, 4, ""), (32, 8, ""),
+                                     (64, 8, "evict_first")]:
+            P.GPU_THREAD_BYTES, P.GPU_WARPS, P.GPU_EVICT = nbytes, warps, evict
             P._plans._plans.clear()
-            tag = f"thread_bytes={nbytes} warps={warps}"
+            tag = f"thread_bytes={nbytes} warps={warps} evict={evict or 'normal'}"
             h.compare(f"add {tag}", nbx=lambda: add(A, B), torch=lambda: torch.add(a, b),  # noqa: B023
                       shape=(n,), dtype=dtype, bytes=3 * n * size)
             h.compare(f"gelu {tag}", nbx=lambda: gelu(A), torch=lambda: F.gelu(a),  # noqa: B023
                       shape=(n,), dtype=dtype, bytes=2 * n * size)
             h.compare(f"sigmoid {tag}", nbx=lambda: sigmoid(A), torch=lambda: torch.sigmoid(a),  # noqa: B023
                       shape=(n,), dtype=dtype, bytes=2 * n * size)
-    P.GPU_THREAD_BYTES, P.GPU_WARPS = base
+    P.GPU_THREAD_BYTES, P.GPU_WARPS, P.GPU_EVICT = base
     P._plans._plans.clear()
 
 
