@@ -58,3 +58,107 @@ def run(h) -> None:
     h.compare("einsum bhqd,bhkd->bhqk", nbx=lambda: einsum("bhqd,bhkd->bhqk", [Q, K]),
               torch=lambda: torch.einsum("bhqd,bhkd->bhqk", q, kk), shape=(8, 12, 512, 512, 64),
               dtype="bfloat16", flops=2 * 96 * 512 * 512 * 64)
+
+
+# Sweep candidates, (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages); the first of each list
+# is what h200.json held before this sweep was added. Kept few: each compiles a kernel variant per layout
+# (35 in all, about 1 s each when compiled for sm_90 on a CPU) and the whole sweep must stay under 90 s.
+LARGE = [(128, 256, 64, 8, 8, 3), (128, 256, 64, 16, 8, 3), (128, 256, 64, 8, 8, 4), (128, 256, 128, 8, 8, 2),
+         (256, 128, 64, 8, 8, 3), (128, 128, 64, 8, 8, 3)]
+# 8192^3 (1.6 ms a call): the shipped tiles, a wider group, and BLOCK_K 128 (longer runs of K-major rows).
+HUGE = [LARGE[0], LARGE[1], LARGE[3]]
+DECODE = [(16, 32, 256, 1, 4, 4), (16, 32, 256, 1, 4, 6), (16, 16, 256, 1, 4, 4)]
+# One or two K steps (K = 64, 128): few stages, so more programs fit an SM and hide the store.
+SMALL_K = [(128, 64, 64, 8, 4, 3), (128, 64, 64, 8, 4, 2), (128, 128, 64, 8, 4, 2), (128, 128, 64, 8, 8, 2),
+           (64, 128, 64, 8, 4, 2)]
+F32 = [(128, 128, 32, 8, 8, 3), (128, 128, 32, 8, 4, 3), (128, 128, 16, 8, 4, 4)]
+_SWEEP_BUDGET_S = 85.0
+
+
+def sweep(h) -> None:
+    """Time candidate GEMM tile configurations per benchmark shape and operand layout against torch.
+
+    ``matmul._config`` is swapped for each candidate (and restored): mm (layout NN) and linear with
+    a bias (NT, W stored (N, K)) for each candidate, then addmm (NN with a bias row) with the best
+    mm candidate; bmm as stored (NN) and as attention scores q @ k^T (NT). Names carry the layout
+    and the candidate; ``table`` marks what the shipped table picks. Groups run most important
+    first; a group that would start past the time budget is skipped and reported as an error.
+    """
+    import time
+
+    import torch
+    import torch.nn.functional as F
+    from nbx_linalg import configs
+    from nbx_linalg import matmul as M
+
+    from nbx_core.ops.views import transpose
+
+    start, base = time.perf_counter(), M._config
+    keys = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages")
+
+    def label(cand, dtype, m, n, k, layout):
+        shipped = tuple(configs.lookup(dtype, m, n, k, layout)[key] for key in keys)
+        return f"cfg={cand}{' table' if cand == shipped else ''}"
+
+    def timed(name, cand, nbx, ref, shape, dtype, flops, m, n, k, layout):
+        cfg = dict(zip(keys, cand, strict=True))
+        M._config = lambda *args: dict(cfg)
+        return h.compare(f"{name} {label(cand, dtype, m, n, k, layout)}", nbx=nbx, torch=ref, shape=shape,
+                         dtype=dtype, flops=flops)
+
+    def within_budget(group):
+        if time.perf_counter() - start < _SWEEP_BUDGET_S:
+            return True
+        h.errors.append({"name": f"sweep linalg {group}", "error": "skipped: past the sweep's time budget"})
+        print(f"  {group}: skipped, past the sweep's time budget", flush=True)
+        return False
+
+    def gemms(group, m, n, k, cands):
+        if not within_budget(group):
+            return
+        a, b, w, bias = h.randn((m, k)), h.randn((k, n)), h.randn((n, k)), h.randn((n,))
+        A, B, W, Bias = h.nbx(a), h.nbx(b), h.nbx(w), h.nbx(bias)
+        flops, shape = 2 * m * n * k, (m, n, k)
+        best = None
+        for cand in cands:
+            r = timed("mm NN", cand, lambda: M.mm(A, B), lambda: a @ b, shape, "bfloat16", flops, m, n, k, "NN")
+            if r is not None and (best is None or r["nbx_ms"] < best[0]):
+                best = (r["nbx_ms"], cand)
+            timed("linear NT+bias", cand, lambda: M.linear(A, W, Bias), lambda: F.linear(a, w, bias), shape,
+                  "bfloat16", flops, m, n, k, "NT")
+        if best is not None:
+            timed("addmm NN+bias (best mm cfg)", best[1], lambda: M.addmm(Bias, A, B), lambda: bias.addmm(a, b),
+                  shape, "bfloat16", flops, m, n, k, "NN")
+
+    def bmms(group, batch, m, n, k, cands, layouts):
+        if not within_budget(group):
+            return
+        a, b, kt = h.randn((batch, m, k)), h.randn((batch, k, n)), h.randn((batch, n, k))
+        A, B, KT = h.nbx(a), h.nbx(b), h.nbx(kt)
+        flops, shape = 2 * batch * m * n * k, (batch, m, n, k)
+        for cand in cands:
+            if "NN" in layouts:
+                timed("bmm NN", cand, lambda: M.bmm(A, B), lambda: a.bmm(b), shape, "bfloat16", flops, m, n, k,
+                      "NN")
+            if "NT" in layouts:
+                timed("bmm(q, k^T) NT", cand, lambda: M.bmm(A, transpose(KT, 1, 2)),
+                      lambda: a.bmm(kt.transpose(1, 2)), shape, "bfloat16", flops, m, n, k, "NT")
+
+    try:
+        gemms("4096^3", 4096, 4096, 4096, LARGE)
+        bmms("bert scores", 96, 512, 512, 64, SMALL_K, ("NN", "NT"))
+        gemms("bert ffn", 4096, 3072, 768, LARGE)
+        bmms("bert context", 96, 512, 64, 512, [SMALL_K[0], SMALL_K[1], SMALL_K[4]], ("NN",))
+        gemms("decode", 16, 4096, 4096, DECODE)
+        bmms("prefill scores", 32, 2048, 2048, 128, SMALL_K[1:4], ("NN", "NT"))
+        gemms("8192^3", 8192, 8192, 8192, HUGE)
+        if within_budget("float32 4096^3"):
+            a, b = h.randn((4096, 4096), "float32"), h.randn((4096, 4096), "float32")
+            A, B = h.nbx(a), h.nbx(b)
+            for cand in F32:
+                timed("mm NN", cand, lambda: M.mm(A, B), lambda: a @ b, (4096, 4096, 4096), "float32",
+                      2 * 4096**3, 4096, 4096, 4096, "NN")
+    finally:
+        M._config = base
+        torch.cuda.empty_cache()
+    print(f"  linalg sweep: {time.perf_counter() - start:.1f} s", flush=True)

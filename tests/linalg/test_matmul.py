@@ -124,6 +124,32 @@ def test_baddbmm(dtype):
     check_op("aten::baddbmm.out", make((3, 5, 7), dtype), a, b, out=torch.empty(3, 5, 7, dtype=a.dtype))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int32"])
+def test_addmm_row_bias_across_tiles(dtype):
+    # c constant down the rows (a bias) is loaded as one row per tile: past one interpreter tile in M
+    # and N, with alpha and beta, and batched.
+    a, b = make((130, 24), dtype), make((24, 140), dtype, seed=1)
+    beta, alpha = (0.5, -2.0) if dtype != "int32" else (3, -2)
+    for bias in (make((140,), dtype, seed=2), make((1, 140), dtype, seed=2), make((), dtype, seed=2)):
+        check_op("aten::addmm", bias, a, b, beta=beta, alpha=alpha)
+    check_op("aten::baddbmm", make((1, 7), dtype, seed=2), make((3, 5, 9), dtype), make((3, 9, 7), dtype, seed=1),
+             beta=beta, alpha=alpha)
+
+
+def test_configuration_follows_the_operand_layout(monkeypatch):
+    from nbx_linalg import matmul
+
+    seen = []
+    choose = matmul._config
+    monkeypatch.setattr(matmul, "_config", lambda *args: seen.append(args[-1]) or choose(*args))
+    a, b, w = make((5, 9)), make((9, 7), seed=1), make((7, 9), seed=2)
+    check_op("aten::mm", a, b)
+    check_op("aten::linear", a, w, make((7,), seed=3))  # x @ W.T: W stored (N, K)
+    check_op("aten::mm", a.t().contiguous().t(), w.t())
+    check_op("aten::bmm", make((2, 5, 9)), make((2, 7, 9), seed=1).transpose(1, 2))  # q @ k^T
+    assert seen == ["NN", "NT", "TT", "NT"]
+
+
 MATMUL_SHAPES = [
     ((9,), (9,)), ((5, 9), (9,)), ((9,), (9, 7)), ((5, 9), (9, 7)), ((2, 5, 9), (9,)), ((9,), (2, 9, 7)),
     ((2, 5, 9), (9, 7)), ((5, 9), (2, 9, 7)), ((2, 1, 5, 9), (3, 9, 7)), ((2, 3, 5, 9), (2, 3, 9, 7)),
@@ -264,3 +290,4 @@ def test_gpu_configurations_compile(dtype):
         run_op("aten::mm", make((m, k), dtype), make((k, n), dtype))
     run_op("aten::linear", make((8, 512, 768), dtype), make((3072, 768), dtype), make((3072,), dtype))
     run_op("aten::bmm", make((48, 512, 64), dtype), make((48, 64, 512), dtype))
+    run_op("aten::bmm", make((48, 512, 64), dtype), make((48, 512, 64), dtype).transpose(1, 2))  # q @ k^T

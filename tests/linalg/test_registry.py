@@ -7,6 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from nbx_core.errors import NbxError
 from nbx_core.testing import untested_names
 
 NAMES = Path(__file__).parents[2].joinpath("nbx_core/oplists/linalg.txt").read_text().split()
@@ -47,3 +50,81 @@ def test_config_table_lookup_and_cache(tmp_path, monkeypatch):
     assert json.loads((tmp_path / "linalg" / "gemm.json").read_text())["f16:M4096:N4096:K4096"] == mine
     monkeypatch.setattr(configs, "_user", None)  # a new process reads it back from disk
     assert configs.lookup("bfloat16", 4000, 4000, 4000) == mine
+
+
+def test_layout_letters_and_keys():
+    from nbx_linalg import configs
+
+    m, n, k = 5, 7, 9
+    assert configs.layout_of(k, 1, n, 1) == "NN"  # mm: both row-major
+    assert configs.layout_of(k, 1, 1, k) == "NT"  # linear: weight (N, K) row-major, viewed transposed
+    assert configs.layout_of(1, m, n, 1) == "TN"
+    assert configs.layout_of(1, m, 1, k) == "TT"
+    assert configs.layout_of(1, 1, 1, 1) == "NN"  # both strides 1 (size-1 dims): row-major
+    assert configs.layout_of(2 * k, 2, 3 * n, 3) == "NN"  # strided both ways
+    assert configs.bucket_key("bfloat16", 4000, 4096, 4097, "NT") == "f16:M4096:N4096:K8192:NT"
+    assert configs.bucket_key("float32", 4000, 4096, 4097) == "f32:M4096:N4096:K8192"
+    with pytest.raises(NbxError, match="layout must be one of"):
+        configs.bucket_key("bfloat16", 16, 16, 16, "nt")
+
+
+def _cfg(bm: int) -> dict[str, int]:
+    return {"BLOCK_M": bm, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4, "num_stages": 2}
+
+
+def test_config_lookup_order(tmp_path, monkeypatch):
+    # user cache (layout key, then layout-free) > table's layout key > table's layout-free key > rules
+    from nbx_linalg import configs
+
+    table = {
+        "shapes": {"f16:M256:N256:K256": _cfg(1), "f16:M256:N256:K256:NT": _cfg(2)},
+        "rules": [{"dtype": "f16", "layout": "TT", "config": _cfg(3)}, {"dtype": "f16", "max_m": 64, "config": _cfg(4)},
+                  {"dtype": "f16", "config": _cfg(5)}],
+    }
+    monkeypatch.setattr(configs, "_table", lambda: table)
+    monkeypatch.setenv("NBX_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(configs, "_user", None)
+
+    def pick(m: int, layout: str) -> int:
+        return configs.lookup("bfloat16", m, 256, 256, layout)["BLOCK_M"]
+
+    assert [pick(200, lay) for lay in configs.LAYOUTS] == [1, 2, 1, 1]  # layout key, else layout-free
+    assert [pick(1000, lay) for lay in configs.LAYOUTS] == [5, 5, 5, 3]  # rules: a layout's rule only for it
+    assert pick(40, "NN") == 4 and pick(40, "TT") == 3  # first matching rule wins
+    configs.remember("float16", 200, 256, 256, _cfg(6))  # layout-free user entry beats the table
+    assert [pick(200, lay) for lay in configs.LAYOUTS] == [6, 6, 6, 6]
+    configs.remember("bfloat16", 200, 256, 256, _cfg(7), "NT")
+    assert [pick(200, lay) for lay in configs.LAYOUTS] == [6, 7, 6, 6]
+    saved = json.loads((tmp_path / "linalg" / "gemm.json").read_text())
+    assert saved == {"f16:M256:N256:K256": _cfg(6), "f16:M256:N256:K256:NT": _cfg(7)}
+    monkeypatch.setattr(configs, "_user", None)  # a new process reads both back from disk
+    assert [pick(200, lay) for lay in configs.LAYOUTS] == [6, 7, 6, 6]
+    assert [pick(1000, lay) for lay in configs.LAYOUTS] == [5, 5, 5, 3]
+
+
+def test_shipped_table_is_well_formed():
+    from nbx_linalg import configs
+
+    table = configs._table()
+    fields = {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages"}
+    for key, cfg in table["shapes"].items():
+        cls, m, n, k, *layout = key.split(":")
+        assert cls in ("f16", "f32", "f64", "int") and [m[0], n[0], k[0]] == ["M", "N", "K"], key
+        assert configs.bucket_key({"f16": "bfloat16", "int": "int32"}.get(cls, "float" + cls[1:]), int(m[1:]),
+                                  int(n[1:]), int(k[1:]), *layout) == key
+        assert set(cfg) == fields, key
+    for rule in table["rules"]:
+        assert set(rule["config"]) == fields and rule.get("layout", "NN") in configs.LAYOUTS
+    for cls in ("f16", "f32", "f64", "int"):  # every dtype class ends with a catch-all rule
+        assert any(r["dtype"] == cls and not {"max_m", "max_n", "max_k", "layout"} & set(r) for r in table["rules"])
+    assert all(set(c) == fields for c in configs.CANDIDATES)
+
+
+def test_tune_checks_its_layout_and_backend():
+    from nbx_linalg import matmul
+
+    with pytest.raises(NbxError, match="layout must be one of"):
+        matmul.tune(64, 64, 64, layout="KN")
+    if matmul.BACKEND != "cuda":
+        with pytest.raises(NbxError, match="needs the cuda backend"):
+            matmul.tune(64, 64, 64, layout="NT")

@@ -1,10 +1,19 @@
 """GEMM tile configurations: the shipped H200 table, the on-disk cache, and their lookup.
 
 A configuration is a dict of ``BLOCK_M``, ``BLOCK_N``, ``BLOCK_K``, ``GROUP_M``, ``num_warps``,
-``num_stages``. Shapes fall into buckets (each of M, N, K rounded up to a power of two); a bucket's
-configuration comes from, in order: the user's cache (``$NBX_CACHE_DIR/linalg/gemm.json``, default
-``~/.cache/nbx``, written by :func:`nbx_linalg.matmul.tune`), the shipped table's exact buckets,
-then the table's first matching rule. Nothing is timed on first use. This module imports no Triton.
+``num_stages``. Shapes fall into buckets (each of M, N, K rounded up to a power of two) and
+operands into a layout: two letters, A's then B's, ``N`` when the operand is stored row-major
+((M, K) and (K, N) with the last dim contiguous) and ``T`` when it is stored transposed (its K dim,
+for B, or its M dim, for A, contiguous). ``mm`` is ``NN``; ``linear`` (``x @ W.T``, W stored
+(N, K)) and attention scores ``q @ k.T`` are ``NT``. A configuration comes from the first of:
+
+1. the user's cache (``$NBX_CACHE_DIR/linalg/gemm.json``, default ``~/.cache/nbx``, written by
+   :func:`nbx_linalg.matmul.tune`): the layout's key (``f16:M4096:N4096:K4096:NT``), then the
+   layout-free key (``f16:M4096:N4096:K4096``);
+2. the shipped table's ``shapes``: the layout's key, then the layout-free key;
+3. the shipped table's first matching ``rules`` entry (a rule with a ``layout`` matches only it).
+
+Nothing is timed on first use. This module imports no Triton.
 """
 
 from __future__ import annotations
@@ -16,18 +25,24 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from nbx_core.errors import NbxValueError
+
 Config = dict[str, int]
 _TABLE = Path(__file__).with_name("configs") / "h200.json"
+LAYOUTS = ("NN", "NT", "TN", "TT")
 
 CANDIDATES: list[Config] = [
-    {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, "num_warps": w, "num_stages": s}
-    for bm, bn, bk, w, s in [
-        (128, 256, 64, 8, 3), (128, 256, 64, 8, 4), (256, 128, 64, 8, 3), (128, 128, 64, 8, 4),
-        (128, 128, 64, 4, 4), (128, 64, 64, 4, 4), (64, 64, 128, 4, 4), (64, 128, 64, 4, 4),
-        (16, 32, 256, 4, 4), (16, 64, 256, 4, 4), (16, 64, 128, 4, 5), (32, 64, 128, 4, 4),
+    {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": g, "num_warps": w, "num_stages": s}
+    for bm, bn, bk, g, w, s in [
+        (128, 256, 64, 8, 8, 3), (128, 256, 64, 16, 8, 3), (128, 256, 64, 8, 8, 4), (256, 128, 64, 8, 8, 3),
+        (128, 256, 128, 8, 8, 2), (128, 128, 128, 8, 8, 3), (128, 128, 64, 8, 8, 3), (128, 128, 64, 8, 8, 4),
+        (128, 128, 64, 8, 4, 4), (128, 64, 64, 8, 4, 2), (64, 128, 64, 8, 4, 2), (64, 64, 128, 8, 4, 4),
+        (16, 32, 256, 1, 4, 4), (16, 64, 256, 1, 4, 4), (16, 64, 128, 1, 4, 5), (32, 64, 128, 1, 4, 4),
     ]
 ]
-"""What :func:`nbx_linalg.matmul.tune` tries for float16/bfloat16."""
+"""What :func:`nbx_linalg.matmul.tune` tries for float16/bfloat16: large tiles (GROUP_M 8 and 16,
+BLOCK_K 128 for K-major operands), small-K batched tiles with few stages (one K step needs no deep
+pipeline, and less shared memory fits more programs per SM), narrow decode tiles."""
 
 
 def dtype_class(dtype_name: str) -> str:
@@ -39,13 +54,30 @@ def dtype_class(dtype_name: str) -> str:
     return "int"
 
 
+def layout_of(sam: int, sak: int, sbk: int, sbn: int) -> str:
+    """The layout letters of ``a`` (strides ``sam``, ``sak``) times ``b`` (strides ``sbk``, ``sbn``).
+
+    An operand is ``T`` when its non-K dim is contiguous and its K dim is not (A), or its K dim is
+    contiguous and its N dim is not (B); anything else (row-major, or strided both ways) is ``N``.
+    """
+    a = "T" if sam == 1 and sak != 1 else "N"
+    b = "T" if sbk == 1 and sbn != 1 else "N"
+    return a + b
+
+
 def _bucket(n: int) -> int:
     return max(16, 1 << max(n - 1, 0).bit_length())
 
 
-def bucket_key(dtype_name: str, m: int, n: int, k: int) -> str:
-    """The table key of a GEMM: dtype class and the M, N, K buckets, e.g. ``f16:M16:N4096:K4096``."""
-    return f"{dtype_class(dtype_name)}:M{_bucket(m)}:N{_bucket(n)}:K{_bucket(k)}"
+def bucket_key(dtype_name: str, m: int, n: int, k: int, layout: str | None = None) -> str:
+    """The table key of a GEMM: dtype class, the M, N, K buckets and, when given, the layout, e.g.
+    ``f16:M16:N4096:K4096`` or ``f16:M4096:N4096:K4096:NT``."""
+    key = f"{dtype_class(dtype_name)}:M{_bucket(m)}:N{_bucket(n)}:K{_bucket(k)}"
+    if layout is None:
+        return key
+    if layout not in LAYOUTS:
+        raise NbxValueError(f"GEMM configuration: layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
+    return f"{key}:{layout}"
 
 
 def cache_path() -> Path:
@@ -72,24 +104,28 @@ def _user_cache() -> dict[str, Config]:
     return _user
 
 
-def lookup(dtype_name: str, m: int, n: int, k: int) -> Config:
-    """The configuration for a GEMM of this dtype and shape (user cache, then the shipped table)."""
-    key = bucket_key(dtype_name, m, n, k)
-    found = _user_cache().get(key) or _table()["shapes"].get(key)
-    if found:
-        return dict(found)
+def lookup(dtype_name: str, m: int, n: int, k: int, layout: str = "NN") -> Config:
+    """The configuration for a GEMM of this dtype, shape and layout (user cache, then the shipped
+    table's shapes, layout's key before the layout-free one in each, then its rules)."""
+    exact, free = bucket_key(dtype_name, m, n, k, layout), bucket_key(dtype_name, m, n, k)
+    for source in (_user_cache(), _table()["shapes"]):
+        for key in (exact, free):
+            if key in source:
+                return dict(source[key])
     cls, bm, bn, bk = dtype_class(dtype_name), _bucket(m), _bucket(n), _bucket(k)
     for rule in _table()["rules"]:
-        if rule["dtype"] == cls and bm <= rule.get("max_m", bm) and bn <= rule.get("max_n", bn) \
-                and bk <= rule.get("max_k", bk):
+        if rule["dtype"] == cls and rule.get("layout", layout) == layout and bm <= rule.get("max_m", bm) \
+                and bn <= rule.get("max_n", bn) and bk <= rule.get("max_k", bk):
             return dict(rule["config"])
-    raise LookupError(f"no GEMM configuration rule for {key}")
+    raise NbxValueError(f"GEMM configuration: no rule in {_TABLE.name} covers {exact}: add a rule without max_* "
+                        f"bounds for dtype class {cls!r}")
 
 
-def remember(dtype_name: str, m: int, n: int, k: int, config: Config) -> None:
-    """Persist ``config`` for this GEMM's bucket in the user cache (atomic write)."""
+def remember(dtype_name: str, m: int, n: int, k: int, config: Config, layout: str | None = None) -> None:
+    """Persist ``config`` in the user cache (atomic write) for this GEMM's bucket, under the layout's
+    key when ``layout`` is given, else under the layout-free key (every layout without its own)."""
     table = _user_cache()
-    table[bucket_key(dtype_name, m, n, k)] = dict(config)
+    table[bucket_key(dtype_name, m, n, k, layout)] = dict(config)
     path = cache_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".gemm-", suffix=".json")

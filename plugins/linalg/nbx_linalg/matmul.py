@@ -13,14 +13,16 @@ arithmetic. ``beta == 0`` ignores ``c`` entirely (NaN and inf included) and ``al
 the product, as torch does. Float ``alpha``/``beta`` with integer tensors are truncated, as torch's
 addmm/addmv/baddbmm do (addr refuses them, as torch does).
 
-On a GPU the tile configuration comes from :mod:`nbx_linalg.configs` (shipped H200 table, user
-cache written by :func:`tune`); on the interpreter large tiles keep the number of programs small.
+On a GPU the tile configuration comes from :mod:`nbx_linalg.configs` by dtype, shape bucket and
+operand layout (shipped H200 table, user cache written by :func:`tune`); on the interpreter large
+tiles keep the number of programs small.
 """
 
 
 import time
 from typing import Any
 
+import numpy as np
 import triton
 import triton.language as tl
 from nbx_core import dtypes as D
@@ -46,7 +48,8 @@ def _gemm_kernel(
     bshape, a_bs, b_bs, c_bs, o_bs,
     sam, sak, sbk, sbn, scm, scn, som, son,
     alpha_f: tl.float64, beta_f: tl.float64, alpha_i: tl.int64, beta_i: tl.int64,
-    HAS_C: tl.constexpr, USE_DOT: tl.constexpr, INT_ACC: tl.constexpr, PRECISION: tl.constexpr,
+    HAS_C: tl.constexpr, C_ROW: tl.constexpr, USE_DOT: tl.constexpr, INT_ACC: tl.constexpr,
+    PRECISION: tl.constexpr,
     ACC: tl.constexpr, BNDIM: tl.constexpr, EVEN_K: tl.constexpr, INT64: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
@@ -92,18 +95,25 @@ def _gemm_kernel(
         a_ptrs += BLOCK_K * sak
         b_ptrs += BLOCK_K * sbk
 
-    if INT_ACC:
-        acc = acc * tl.full((BLOCK_M, BLOCK_N), alpha_i, tl.int64)
-    else:
-        acc = acc * tl.full((BLOCK_M, BLOCK_N), alpha_f, ACC)
     mask = (rm[:, None] < M) & (rn[None, :] < N)
+    # (1, 1) tiles of acc's dtype: a float64 scalar would promote the product to float64.
+    if INT_ACC:
+        alpha = tl.full((1, 1), alpha_i, tl.int64)
+        beta = tl.full((1, 1), beta_i, tl.int64)
+    else:
+        alpha = tl.full((1, 1), alpha_f, ACC)
+        beta = tl.full((1, 1), beta_f, ACC)
     if HAS_C:
-        c_off = strided_offsets(batch, bshape, c_bs, BNDIM) + rm[:, None] * scm + rn[None, :] * scn
-        c = tl.load(c_ptr + c_off, mask=mask, other=0).to(ACC)
-        if INT_ACC:
-            acc += tl.full((BLOCK_M, BLOCK_N), beta_i, tl.int64) * c
+        c_base = c_ptr + strided_offsets(batch, bshape, c_bs, BNDIM)
+        if C_ROW:
+            # c repeats down the rows (a bias): load one row and broadcast it in registers, not a
+            # full tile that would also need a shuffle through shared memory into acc's layout.
+            c = tl.load(c_base + rn * scn, mask=rn < N, other=0).to(ACC)[None, :]
         else:
-            acc += tl.full((BLOCK_M, BLOCK_N), beta_f, ACC) * c
+            c = tl.load(c_base + rm[:, None] * scm + rn[None, :] * scn, mask=mask, other=0).to(ACC)
+        acc = acc * alpha + c * beta  # one FMA per element after the row's c * beta
+    else:
+        acc = acc * alpha
     o_off = strided_offsets(batch, bshape, o_bs, BNDIM) + rm[:, None] * som + rn[None, :] * son
     tl.store(out_ptr + o_off, cast_to(acc, out_ptr.dtype.element_ty), mask=mask)
 
@@ -118,13 +128,14 @@ def _acc_dtype(dtype: D.DType) -> D.DType:
     return D.float64 if dtype is D.float64 else D.float32
 
 
-def _config(dtype: D.DType, m: int, n: int, k: int, use_dot: bool) -> dict[str, int]:
+def _config(dtype: D.DType, m: int, n: int, k: int, use_dot: bool, layout: str) -> dict[str, int]:
+    """The tile configuration of a GEMM: module-level so that benchmarks can swap it."""
     if BACKEND == "cpu":
         # The interpreter pays per program, not per element: few, large tiles.
         side = 32 if not use_dot else 128
         return {"BLOCK_M": min(max(16, next_pow2(m)), side), "BLOCK_N": min(max(16, next_pow2(n)), side),
                 "BLOCK_K": min(max(16, next_pow2(k)), side), "GROUP_M": 8, "num_warps": 1, "num_stages": 1}
-    return configs.lookup(dtype.name if use_dot else "int64", m, n, k)
+    return configs.lookup(dtype.name if use_dot else "int64", m, n, k, layout)
 
 
 def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alpha: Any = 1, beta: Any = 0,
@@ -158,7 +169,8 @@ def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alp
     bshape, (a_bs, b_bs, c_bs, o_bs) = coalesce(batch, a_st[:nb], b_st[:nb], c_st[:nb], o_st[:nb])
     # float64 multiplies with FMAs: Triton 3.6 cannot compile a float64 tl.dot for sm_90.
     use_dot = acc.is_floating_point and a.dtype is b.dtype and a.dtype.is_floating_point and a.dtype is not D.float64
-    cfg = dict(config) if config is not None else _config(a.dtype, m, n, k, use_dot)
+    layout = configs.layout_of(a_st[-2], a_st[-1], b_st[-2], b_st[-1])
+    cfg = dict(config) if config is not None else _config(a.dtype, m, n, k, use_dot, layout)
     bm, bn, bk = cfg.pop("BLOCK_M"), cfg.pop("BLOCK_N"), cfg.pop("BLOCK_K")
     if not use_dot and BACKEND != "cpu":
         bm, bn, bk = min(bm, 32), min(bn, 32), min(bk, 8)  # the broadcast product lives in registers
@@ -175,8 +187,8 @@ def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alp
             a_st[-2], a_st[-1], b_st[-2], b_st[-1], c_st[-2], c_st[-1], o_st[-2], o_st[-1],
             0.0 if is_int else float(alpha), 0.0 if is_int else float(beta),
             int(alpha) if is_int else 0, int(beta) if is_int else 0,
-            HAS_C=use_c, USE_DOT=use_dot, INT_ACC=is_int, PRECISION=precision, ACC=tl_dtype(acc),
-            BNDIM=len(bshape), EVEN_K=k % bk == 0, INT64=needs_int64(numel(shape), *tensors),
+            HAS_C=use_c, C_ROW=use_c and c_st[-2] == 0, USE_DOT=use_dot, INT_ACC=is_int, PRECISION=precision,
+            ACC=tl_dtype(acc), BNDIM=len(bshape), EVEN_K=k % bk == 0, INT64=needs_int64(numel(shape), *tensors),
             BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, **cfg,
         )
     return out
@@ -480,19 +492,33 @@ def linear(input: NBXTensor, weight: NBXTensor, bias: NBXTensor | None = None, *
 
 # -- tuning ---------------------------------------------------------------------------------------
 
-def tune(m: int, n: int, k: int, dtype: Any = "bfloat16", reps: int = 20) -> dict[str, int]:
+def tune(m: int, n: int, k: int, dtype: Any = "bfloat16", layout: str = "NN", reps: int = 20) -> dict[str, int]:
     """Time the candidate tile configurations for an (M, K) @ (K, N) GEMM on this GPU and persist the best.
 
-    The choice is stored in the user cache (see :mod:`nbx_linalg.configs`) for the shape's bucket
-    and used by every later process. Needs the cuda backend.
+    ``layout`` says how the operands are stored (see :mod:`nbx_linalg.configs`): ``NN`` as for
+    ``mm``, ``NT`` as for ``linear`` (b is the transpose of an (N, K) matrix). The choice is stored in
+    the user cache under the shape's bucket and layout and used by every later process. Inputs are
+    random normal values: timing on zeros would flatter the GPU's power and clocks. Needs the cuda
+    backend.
     """
+    if layout not in configs.LAYOUTS:
+        raise NbxValueError(f"tune: layout must be one of {', '.join(configs.LAYOUTS)}, got {layout!r}")
     if BACKEND != "cuda":
         raise NbxValueError(f"tune: needs the cuda backend (a GPU), this process runs on {BACKEND!r}")
     from nbx_core.memory.cuda import synchronize
+    from nbx_core.tensor import tensor as new_tensor
 
     dt = D.as_dtype(dtype)
     dev = default_device()
-    a, b, out = (empty_tensor(s, dt, dev, zero=True) for s in ((m, k), (k, n), (m, n)))
+    rng = np.random.default_rng(0)
+
+    def operand(rows: int, cols: int, transposed: bool) -> NBXTensor:
+        shape = (cols, rows) if transposed else (rows, cols)
+        t = new_tensor(rng.standard_normal(shape, dtype=np.float32), dtype=dt, device=dev)
+        return _strided(t, (rows, cols), t.stride()[::-1]) if transposed else t
+
+    a, b = operand(m, k, layout[0] == "T"), operand(k, n, layout[1] == "T")
+    out = empty_tensor((m, n), dt, dev)
     best, best_t = None, float("inf")
     for cfg in configs.CANDIDATES:
         try:
@@ -508,6 +534,6 @@ def tune(m: int, n: int, k: int, dtype: Any = "bfloat16", reps: int = 20) -> dic
         if t < best_t:
             best, best_t = cfg, t
     if best is None:
-        raise NbxValueError(f"tune: no candidate configuration compiled for {m}x{n}x{k} {dt}")
-    configs.remember(dt.name, m, n, k, best)
+        raise NbxValueError(f"tune: no candidate configuration compiled for {m}x{n}x{k} {dt} {layout}")
+    configs.remember(dt.name, m, n, k, best, layout)
     return dict(best)
