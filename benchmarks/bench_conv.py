@@ -55,3 +55,65 @@ def _pools(h) -> None:
 def run(h) -> None:
     _convs(h)
     _pools(h)
+
+
+# Sweep candidates per layer: (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages, GROUP_M, parts),
+# parts > 1 splitting the reduction. Each layer also runs the shipped heuristic ("default") and,
+# except the stem (no A-tile cache hint), the heuristic with Triton's own cache choice for A loads.
+CONV_TILES = {
+    "3x3 64ch 56": [(128, 64, 64, 4, 3, 8, 1), (128, 64, 64, 8, 4, 8, 1), (256, 64, 64, 8, 3, 8, 1),
+                    (64, 64, 64, 4, 4, 8, 1), (128, 64, 32, 4, 4, 8, 1)],
+    "1x1 s2 256->512 56": [(128, 128, 64, 4, 3, 8, 1), (128, 256, 64, 8, 3, 8, 1), (256, 128, 64, 8, 3, 8, 1),
+                           (128, 64, 64, 4, 4, 8, 1), (128, 128, 64, 8, 4, 8, 1), (128, 128, 64, 8, 3, 1, 1)],
+    "3x3 128ch 28": [(128, 128, 64, 4, 3, 8, 1), (64, 128, 64, 4, 4, 8, 1), (128, 64, 64, 4, 4, 8, 1),
+                     (256, 128, 64, 8, 3, 8, 1), (128, 128, 64, 8, 3, 8, 2)],
+    "3x3 512ch 7": [(128, 128, 64, 8, 3, 8, 2), (128, 128, 64, 8, 3, 8, 4), (128, 256, 64, 8, 3, 8, 4),
+                    (128, 64, 64, 4, 4, 8, 2), (64, 128, 64, 4, 4, 8, 1), (64, 64, 64, 4, 4, 8, 1)],
+    "7x7 stem 3->64 224 s2": [(128, 64, 32, 8, 4, 8, 1), (128, 64, 64, 4, 4, 8, 1), (256, 64, 32, 8, 3, 8, 1)],
+}
+# Global average pool: (BLOCK_R, BLOCK_C, num_warps).
+POOL_TILES = [(64, 64, 4), (32, 128, 4), (16, 256, 4), (64, 256, 8), (64, 128, 8)]
+
+
+def sweep(h) -> None:
+    """Time the conv kernel's tile candidates on the five layers (channels-last) and the global
+    average pool's on [32, 2048, 7, 7], each against torch; restores the shipped choices after."""
+    from nbx_conv import convolution as cv
+    from nbx_conv import pooling as pl
+    from nbx_conv.convolution import conv2d
+    from nbx_conv.pooling import adaptive_avg_pool2d, max_pool2d
+
+    base, base_cache = cv._config, cv.A_CACHE
+    for name, c, k, hw, r, st, pad in CONVS:
+        x, w = _cl(h.randn((BATCH, c, hw, hw))), _cl(h.randn((k, c, r, r)))
+        X, W = h.nbx(x), h.nbx(w)
+        out = (hw + 2 * pad - r) // st + 1
+        flops = 2 * BATCH * k * out * out * c * r * r
+        runs = [("default", base, base_cache)]
+        if c >= 16:
+            runs.append(("default a_cache=''", base, ""))
+        runs += [(str(t), lambda *a, t=t: t, base_cache) for t in CONV_TILES[name]]
+        for tag, config, cache in runs:
+            cv._config, cv.A_CACHE = config, cache
+            h.compare(f"conv2d {name} tiles={tag}",
+                      nbx=lambda X=X, W=W, st=st, pad=pad: conv2d(X, W, None, [st, st], [pad, pad]),
+                      torch=lambda x=x, w=w, st=st, pad=pad: torch.nn.functional.conv2d(x, w, None, st, pad),
+                      shape=(BATCH, c, hw, hw, k, r, st), dtype="bfloat16", flops=flops, note="channels-last")
+    cv._config, cv.A_CACHE = base, base_cache
+
+    base = pl._global_config
+    for layout, conv in (("channels-last", _cl), ("nchw", lambda t: t)):
+        y = conv(h.randn((BATCH, 2048, 7, 7)))
+        Y = h.nbx(y)
+        for cfg in [None, *(POOL_TILES if layout == "channels-last" else [])]:
+            pl._global_config = base if cfg is None else (lambda hw, c, t=cfg: t)
+            h.compare(f"adaptive_avg_pool2d 1x1 ({layout}) tiles={cfg or 'default'}",
+                      nbx=lambda Y=Y: adaptive_avg_pool2d(Y, [1, 1]),
+                      torch=lambda y=y: torch.nn.functional.adaptive_avg_pool2d(y, 1), shape=tuple(y.shape),
+                      dtype="bfloat16", bytes=y.numel() * 2 + BATCH * 2048 * 2, note=layout)
+        x = conv(h.randn((BATCH, 64, 112, 112)))
+        X = h.nbx(x)
+        h.compare(f"max_pool2d 3x3 s2 ({layout})", nbx=lambda X=X: max_pool2d(X, [3, 3], [2, 2], [1, 1]),
+                  torch=lambda x=x: torch.nn.functional.max_pool2d(x, 3, 2, 1), shape=tuple(x.shape),
+                  dtype="bfloat16", bytes=x.numel() * 2 + x.numel() // 4 * 2, note=layout)
+    pl._global_config = base

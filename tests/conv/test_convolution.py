@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from nbx_core.errors import DeviceError, NbxError
-from nbx_core.testing import check_op, check_raises, from_torch, layouts, make, run_op
+from nbx_core.testing import check_op, check_raises, from_torch, layouts, make, numeric, run_op
 
 HALF_TOL = {"float16": (2e-3, 2e-3), "bfloat16": (2e-2, 2e-2)}
 
@@ -155,3 +155,116 @@ def test_bad_inputs(on_cuda):
         from nbx_core.registry import get_registry
 
         get_registry().call("aten::conv2d", from_torch(x), on_cuda(from_torch(w)), None, [1, 1], [0, 0])
+
+
+def _ref_wide(dtype: str, fn):
+    """The reference for long reductions: half types in float32 math, float32 in float64 math (torch's
+    own float32 convolution strays from the exact result more than float32's tolerance), rounded."""
+    if dtype == "float64":
+        return None
+    wide = torch.float32 if dtype in HALF_TOL else torch.float64
+
+    def ref(x, w, b, *args):
+        return fn(x.to(wide), w.to(wide), None if b is None else b.to(wide), *args).to(x.dtype)
+    return ref
+
+
+def _small_tiles(monkeypatch, parts: int = 1):
+    """Force 16x16x16 tiles in groups of 2 row tiles, so small layers span several tiles of each kind,
+    and the reduction split into ``parts``. Numbers only: the aot pass compiles the tiles that ship."""
+    from nbx_conv import convolution
+
+    if not numeric():
+        pytest.skip("forced tiles are checked for their numbers; aot compiles the shipped tiles")
+
+    monkeypatch.setattr(convolution, "_config", lambda *a: (16, 16, 16, 4, 2, 2, parts))
+
+
+def _weight_layouts(w):
+    """The weight as torch holds parameters, channels-last, and contiguous along output channels."""
+    return [w, w.to(memory_format=torch.channels_last), w.permute(1, 2, 3, 0).contiguous().permute(3, 0, 1, 2)]
+
+
+@pytest.mark.parametrize(("dtype", "tiles"), [("float32", "default"), ("float32", "small"), ("bfloat16", "default"),
+                                             ("float64", "default")])
+def test_conv2d_taps_channel_blocks(dtype, tiles, monkeypatch):
+    # 40 channels: one partial block of 64, or blocks 16 + 16 + 8 of 16; 24 output channels, 60 rows.
+    if tiles == "small":
+        _small_tiles(monkeypatch)
+    x, b = make((2, 40, 5, 6), dtype), make((24,), dtype, seed=2)
+    ref = _ref_wide(dtype, torch.ops.aten.conv2d.default)
+    ws = _weight_layouts(make((24, 40, 3, 3), dtype, seed=1))
+    for xl in [x.to(memory_format=torch.channels_last)] + ([] if tiles == "small" else [x]):
+        for w in ws[:1] if tiles == "small" else ws:
+            check_op("aten::conv2d", xl, w, b, [1, 1], [1, 1], [1, 1], 1, torch_fn=ref, **_tol(dtype))
+    # 32 channels per group in blocks of 16 (no channel mask), stride, dilation, groups.
+    w = make((48, 32, 3, 2), dtype, seed=3)
+    check_op("aten::conv2d", make((1, 64, 7, 6), dtype).to(memory_format=torch.channels_last), w, None, [2, 1],
+             [1, 2], [2, 1], 2, torch_fn=ref, **_tol(dtype))
+
+
+def test_conv2d_taps_many_channel_blocks():
+    # 80 channels: a full block of 64 and a partial one at the default tiles, with a zero-padded border.
+    x, w = make((1, 80, 4, 5)), make((8, 80, 3, 3), seed=1)
+    check_op("aten::conv2d", x.to(memory_format=torch.channels_last), w, make((8,), seed=2), [1, 1], [2, 1],
+             torch_fn=_ref_wide("float32", torch.ops.aten.conv2d.default))
+
+
+@pytest.mark.parametrize("tiles", ["default", "small"])
+def test_conv2d_pointwise(tiles, monkeypatch):
+    # 1x1 without padding is a GEMM over a strided view of the input (ResNet's downsampling shortcut).
+    if tiles == "small":
+        _small_tiles(monkeypatch)
+    x = make((2, 48, 7, 6))
+    ws = _weight_layouts(make((40, 48, 1, 1), seed=1))
+    for xl in [x.to(memory_format=torch.channels_last)] + ([] if tiles == "small" else [x]):
+        for w in ws[:1] if tiles == "small" else ws:
+            check_op("aten::conv2d", xl, w, make((40,), seed=2), [2, 2], [0, 0])
+        check_op("aten::conv2d", xl, make((36, 24, 1, 1), seed=3), None, [1, 2], [0, 0], [3, 1], 2)
+    xb = x.bfloat16().to(memory_format=torch.channels_last)
+    check_op("aten::conv2d", xb, make((40, 48, 1, 1), "bfloat16", seed=1), None, [2, 1], [0, 0],
+             torch_fn=_ref_half(torch.ops.aten.conv2d.default), **_tol("bfloat16"))
+    # A padded 1x1 reads outside the input: the taps loop, not the pointwise one.
+    check_op("aten::conv2d", x, make((40, 48, 1, 1), seed=1), None, [2, 2], [1, 0])
+
+
+@pytest.mark.parametrize("tiles", ["default", "small"])
+def test_conv_transpose2d_taps(tiles, monkeypatch):
+    # 16 input channels per group take the taps loop backwards; the weight (C_in, C_out/groups, kH, kW).
+    if tiles == "small":
+        _small_tiles(monkeypatch)
+    x = make((2, 32, 4, 3))
+    w = make((32, 20, 3, 2), seed=1)
+    w_cl = w.permute(1, 2, 3, 0).contiguous().permute(3, 0, 1, 2)  # input channels contiguous
+    w_k = w.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2)  # output channels contiguous
+    cases = [(x, w)] if tiles == "small" else [(xl, ww) for xl in (x, x.to(memory_format=torch.channels_last))
+                                               for ww in (w, w_cl, w_k)]
+    for xl, ww in cases:
+        check_op("aten::conv_transpose2d.input", xl, ww, make((40,), seed=2), [2, 1], [1, 0], [1, 0], 2, [1, 2],
+                 torch_fn=_ref_wide("float32", torch.ops.aten.conv_transpose2d.input))
+    check_op("aten::conv_transpose2d.input", x, make((32, 24, 1, 1), seed=3), None, [2, 2], [0, 0], [1, 1], 1,
+             [1, 1])
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float64"])  # float32 and float64 partial sums
+def test_conv_split_reduction(dtype, monkeypatch):
+    # Reductions split into parts (as for 7x7 maps on the GPU), summed by a second kernel, bias there.
+    from nbx_conv import convolution
+
+    base = convolution._config
+    parts = {"n": 3}
+    monkeypatch.setattr(convolution, "_config", lambda *a: (*base(*a)[:6], parts["n"]))
+    ref = _ref_wide(dtype, torch.ops.aten.conv2d.default)
+    tol = _tol(dtype)
+    x = make((2, 32, 5, 4), dtype)
+    w, b = make((24, 16, 3, 3), dtype, seed=1), make((24,), dtype, seed=2)
+    for xl in (x, x.to(memory_format=torch.channels_last)):  # taps: 9 steps in parts of 3
+        check_op("aten::conv2d", xl, w, b, [1, 1], [1, 1], [1, 1], 2, torch_fn=ref, **tol)
+    # The stem's flat reduction: 147 in 3 steps of 64, one per part.
+    check_op("aten::conv2d", make((1, 3, 9, 8), dtype), make((8, 3, 7, 7), dtype, seed=3), make((8,), dtype, seed=4),
+             [2, 2], [3, 3], torch_fn=ref, **tol)
+    parts["n"] = 2  # pointwise: one step, so the second part only stores zeros
+    check_op("aten::conv2d", x.to(memory_format=torch.channels_last), make((40, 32, 1, 1), dtype, seed=5), None,
+             [2, 2], [0, 0], torch_fn=ref, **tol)
+    check_op("aten::conv_transpose2d.input", x, make((32, 8, 3, 3), dtype, seed=6), None, [2, 1], [1, 1], [1, 0], 2,
+             [1, 1], torch_fn=_ref_wide(dtype, torch.ops.aten.conv_transpose2d.input), **tol)

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from nbx_core.errors import NbxTypeError
-from nbx_core.testing import check_op, check_raises, layouts, make, run_op
+from nbx_core.testing import check_op, check_raises, layouts, make, numeric, run_op
 
 DTYPES = ["float32", "float16", "bfloat16", "float64"]
 
@@ -114,3 +114,36 @@ def test_max_pool_integer_input_is_refused():
     # torch pools integers too; NBX's max pool is floating-only for now, and says so before any launch.
     with pytest.raises(NbxTypeError, match="dtype"):
         run_op("aten::max_pool2d_with_indices", make((1, 2, 4, 4), "int64"), [2, 2])
+
+
+@pytest.mark.parametrize("tiles", ["default", "small"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
+def test_adaptive_avg_pool_global_channels_last(dtype, tiles, monkeypatch):
+    # One output pixel over unit-stride channels: the (N, HW, C) column kernel. Small tiles make 3
+    # channel blocks (the last partial) and 11 row blocks of 4 over 42 positions.
+    if tiles == "small":
+        from nbx_conv import pooling
+
+        if not numeric():
+            pytest.skip("forced tiles are checked for their numbers; aot compiles the shipped tiles")
+        monkeypatch.setattr(pooling, "_global_config", lambda hw, c: (4, 8, 4))
+    ref = _ref_float(torch.ops.aten.adaptive_avg_pool2d.default)
+    x = make((2, 20, 7, 6), dtype).to(memory_format=torch.channels_last)
+    check_op("aten::adaptive_avg_pool2d", x, [1, 1], torch_fn=ref, check_stride=True)
+    check_op("aten::_adaptive_avg_pool2d", x[1], [1, 1],
+             torch_fn=_ref_float(torch.ops.aten._adaptive_avg_pool2d.default))
+    # Positions stepped evenly along W still merge into one stride; a slice of W does not (window kernel).
+    check_op("aten::adaptive_avg_pool2d", x[:, :, :, ::2], [1, 1], torch_fn=ref)
+    check_op("aten::adaptive_avg_pool2d", x[:, :, :, :4], [1, 1], torch_fn=ref)
+    x3 = make((2, 20, 3, 5, 4), dtype).to(memory_format=torch.channels_last_3d)
+    check_op("aten::_adaptive_avg_pool3d", x3, [1, 1, 1],
+             torch_fn=_ref_float(torch.ops.aten._adaptive_avg_pool3d.default))
+    x1 = make((2, 9, 20), dtype).transpose(1, 2)  # (N, C, L) with unit channel stride
+    check_op("aten::adaptive_avg_pool1d", x1, [1], torch_fn=_ref_float(torch.ops.aten.adaptive_avg_pool1d.default))
+
+
+def test_adaptive_avg_pool_global_large():
+    # 81 positions (two row blocks of 64) and 1100 channels (two channel blocks on the interpreter).
+    x = make((1, 1100, 9, 9)).to(memory_format=torch.channels_last)
+    check_op("aten::adaptive_avg_pool2d", x, [1, 1])
+    check_op("aten::adaptive_avg_pool2d", make((3, 5, 1, 1)), [1, 1])

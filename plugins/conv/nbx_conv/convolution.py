@@ -1,12 +1,25 @@
 """Convolution as one implicit GEMM: conv1d/conv2d/_conv_depthwise2d/convolution and the transposed forms.
 
-Per group, the output is a GEMM with M = N*OH*OW rows, N = K/groups output channels and a
-reduction over C/groups * R * S. Rows gather their input pixels straight from the input's strides,
-so NCHW, channels-last and any other layout are read in place (channels-last makes the channel
-loads contiguous, which is the fast path on the GPU). Two reduction orders:
+Per group, the output is a GEMM with M = N*OH*OW rows (output pixels), N = K/groups output channels
+and a reduction over C/groups * R * S. Rows gather their input pixels straight from the input's
+strides, so NCHW, channels-last and any other layout are read in place; channels-last makes a row's
+channels contiguous, which is the fast path on the GPU. Three reduction loops, all one flat loop so
+that Triton software-pipelines every load behind the tensor-core work:
 
-- nested (C/groups >= 16): for each kernel tap (r, s), blocks of channels; one address per row;
+- taps (C/groups >= 16): iterations walk the kernel taps (r, s) outermost and blocks of BLOCK_K
+  channels inside; a tap's input pixel and bounds are computed once per row, and the A tile is
+  BLOCK_K contiguous channels of each row (16-byte loads on channels-last inputs);
+- pointwise (1x1, no padding, not transposed): the taps loop with one tap, its row addresses
+  hoisted out of the loop: a plain GEMM over a (possibly strided) view of the input;
 - flat (few channels, the 7x7 stem, depthwise): the reduction index k -> (r, s, c), c fastest.
+
+For the taps and pointwise loops the weight's channels must be contiguous for the B tile; a weight
+whose channels are not (the usual NCHW-contiguous parameter) is rearranged once per call into the
+channels-last order (K, R, S, C). Programs walk the output tiles in groups of GROUP_M row tiles, so
+the row tiles and weight tiles running at once stay in L2. A layer with too few output tiles to
+occupy the GPU (7x7 maps, deep reductions) splits its reduction steps into parts: each part stores
+its partial sums in the accumulator's type, and a second kernel adds them in a fixed order (so the
+result is deterministic), adds the bias and casts.
 
 A transposed convolution is the same gather read backwards: output pixel ``oh`` takes input pixel
 ``ih = (oh + pad - r*dil) / stride`` where that division is exact and in range. 1-D convolutions run
@@ -14,6 +27,10 @@ as 2-D ones with H = 1. Half types accumulate in float32; float32 uses full-prec
 float64 multiplies and sums in float64 without tensor cores.
 """
 
+from nbx_core.launch import BACKEND, cdiv, launch, next_pow2
+
+# isort: split
+# Triton after nbx_core.launch, which sets the backend up (the interpreter) before Triton is imported.
 import triton
 import triton.language as tl
 
@@ -21,11 +38,17 @@ from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
 from nbx_core.kernels.dot import dot_operand
 from nbx_core.kernels.indexing import needs_int64
-from nbx_core.launch import BACKEND, cdiv, launch, next_pow2
-from nbx_core.ops.views import squeeze, unsqueeze
-from nbx_core.tensor import NBXTensor, check_device
+from nbx_core.ops.copy import contiguous
+from nbx_core.ops.views import permute, squeeze, unsqueeze
+from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 
 from .args import check_float, empty_output, ints, non_negative, positive
+
+FLAT, TAPS, POINTWISE = 0, 1, 2
+"""The kernel's reduction loops (``REDUCTION``), described in the module docstring."""
+
+_SMS = 132
+"""Streaming multiprocessors of an H200: the tile heuristic aims for at least one full wave."""
 
 
 @triton.jit
@@ -59,6 +82,34 @@ def _mac(acc, a, b, MODE: tl.constexpr):
     return acc
 
 
+@triton.jit
+def _channel_tiles(a_rows, row_ok, b_cols, n_mask, c, Cg, sxc, swc, EVEN_C: tl.constexpr, A_CACHE: tl.constexpr):
+    """The A tile (rows x channels ``c``) and B tile (channels ``c`` x output channels) of one step."""
+    if EVEN_C:
+        # Cg is a multiple of BLOCK_K: no channel mask, so loads stay whole 16-byte vectors.
+        a = tl.load(a_rows[:, None] + c[None, :] * sxc, mask=row_ok[:, None], other=0.0, cache_modifier=A_CACHE)
+        b = tl.load(b_cols[None, :] + c[:, None] * swc, mask=n_mask[None, :], other=0.0)
+    else:
+        c_mask = c < Cg
+        a = tl.load(a_rows[:, None] + c[None, :] * sxc, mask=row_ok[:, None] & c_mask[None, :], other=0.0,
+                    cache_modifier=A_CACHE)
+        b = tl.load(b_cols[None, :] + c[:, None] * swc, mask=c_mask[:, None] & n_mask[None, :], other=0.0)
+    return a, b
+
+
+@triton.jit
+def _tile_ids(pid, M, Kg, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    """(row tile, column tile) of program ``pid``: GROUP_M row tiles sweep every column tile in turn."""
+    num_m = tl.cdiv(M, BLOCK_M)
+    num_n = tl.cdiv(Kg, BLOCK_N)
+    width = GROUP_M * num_n
+    first_m = (pid // width) * GROUP_M
+    size_m = tl.minimum(num_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % width) % size_m
+    pid_n = (pid % width) // size_m
+    return pid_m, pid_n
+
+
 # Sizes and window parameters vary per layer: specializing on them (== 1, % 16) would only multiply
 # compiled variants; strides and channel counts stay specialized for vectorized loads.
 @triton.jit(do_not_specialize=["M", "H", "W", "OH", "OW", "R", "S", "stride_h", "stride_w", "pad_h", "pad_w",
@@ -70,18 +121,20 @@ def _conv_kernel(
     swg, swk, swc, swr, sws,
     son, sok, soh, sow,
     stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
-    TRANSPOSED: tl.constexpr, HAS_BIAS: tl.constexpr, FLAT_K: tl.constexpr, MODE: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, INT64: tl.constexpr,
+    TRANSPOSED: tl.constexpr, HAS_BIAS: tl.constexpr, REDUCTION: tl.constexpr, EVEN_C: tl.constexpr,
+    MODE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr, A_CACHE: tl.constexpr, PARTIAL: tl.constexpr, INT64: tl.constexpr,
 ):
-    pid_m = tl.program_id(0)
-    pid_n = tl.program_id(1)
-    g = tl.program_id(2)
+    # Grid: (output tiles, groups, reduction parts). With PARTIAL, part p sums its share of the
+    # reduction steps and stores float32 (float64) partial sums to out_ptr as a (parts, M, K) array.
+    pid_m, pid_n = _tile_ids(tl.program_id(0), M, Kg, BLOCK_M, BLOCK_N, GROUP_M)
+    g = tl.program_id(1)
+    if INT64:
+        pid_m = pid_m.to(tl.int64)
+        g = g.to(tl.int64)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)
-    if INT64:
-        offs_m = offs_m.to(tl.int64)
-        g = g.to(tl.int64)
     m_mask = offs_m < M
     n_mask = offs_n < Kg
     ow = offs_m % OW
@@ -91,9 +144,19 @@ def _conv_kernel(
     w_col = w_ptr + g * swg + offs_n * swk
     acc_ty = tl.float64 if MODE == 2 else tl.float32
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc_ty)
-    if FLAT_K:
-        for k0 in range(0, Cg * R * S, BLOCK_K):
-            kk = k0 + offs_k
+    nc = tl.cdiv(Cg, BLOCK_K)
+    if REDUCTION == 0:  # FLAT
+        steps = tl.cdiv(Cg * R * S, BLOCK_K)
+    elif REDUCTION == 2:  # POINTWISE
+        steps = nc
+    else:  # TAPS
+        steps = R * S * nc
+    per_part = tl.cdiv(steps, tl.num_programs(2))
+    lo = tl.program_id(2) * per_part
+    hi = tl.minimum(lo + per_part, steps)
+    if REDUCTION == 0:
+        for i in range(lo, hi):
+            kk = i * BLOCK_K + offs_k
             k_mask = kk < Cg * R * S
             c = kk % Cg
             rs = kk // Cg
@@ -106,37 +169,98 @@ def _conv_kernel(
             b_off = (c * swc + r * swr + s * sws)[:, None]
             b = tl.load(w_col[None, :] + b_off, mask=k_mask[:, None] & n_mask[None, :], other=0.0)
             acc = _mac(acc, a, b, MODE)
-    else:
-        for rs in range(0, R * S):
+    elif REDUCTION == 2:  # every row reads one pixel, always inside the input
+        a_rows = x_row + (oh * stride_h) * sxh + (ow * stride_w) * sxw
+        for i in range(lo, hi):
+            a, b = _channel_tiles(a_rows, m_mask, w_col, n_mask, i * BLOCK_K + offs_k, Cg, sxc, swc, EVEN_C,
+                                  A_CACHE)
+            acc = _mac(acc, a, b, MODE)
+    else:  # one flat loop over (tap, channel block), so the pipeliner sees a single loop
+        for i in range(lo, hi):
+            rs = i // nc
+            c = (i - rs * nc) * BLOCK_K + offs_k
             r = rs // S
-            s = rs % S
+            s = rs - r * S
             ih, iw, ok = _in_coords(oh, ow, r, s, H, W, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, TRANSPOSED)
-            row_ok = ok & m_mask
-            a_base = x_row + ih * sxh + iw * sxw
-            b_base = w_col + r * swr + s * sws
-            for c0 in range(0, Cg, BLOCK_K):
-                c = c0 + offs_k
-                c_mask = c < Cg
-                a = tl.load(a_base[:, None] + c[None, :] * sxc, mask=row_ok[:, None] & c_mask[None, :], other=0.0)
-                b = tl.load(b_base[None, :] + c[:, None] * swc, mask=c_mask[:, None] & n_mask[None, :], other=0.0)
-                acc = _mac(acc, a, b, MODE)
+            a, b = _channel_tiles(x_row + ih * sxh + iw * sxw, ok & m_mask, w_col + r * swr + s * sws, n_mask,
+                                  c, Cg, sxc, swc, EVEN_C, A_CACHE)
+            acc = _mac(acc, a, b, MODE)
     k_out = g * Kg + offs_n
+    mask = m_mask[:, None] & n_mask[None, :]
+    if PARTIAL:
+        part = tl.program_id(2)
+        if INT64:
+            part = part.to(tl.int64)
+        part_off = (part * M + offs_m)[:, None] * (Kg * tl.num_programs(1)) + k_out[None, :]
+        tl.store(out_ptr + part_off, acc, mask=mask)
+    else:
+        if HAS_BIAS:
+            bias = tl.load(b_ptr + k_out, mask=n_mask, other=0.0)
+            acc += bias.to(acc_ty)[None, :]
+        out_off = (nb * son + oh * soh + ow * sow)[:, None] + (k_out * sok)[None, :]
+        tl.store(out_ptr + out_off, acc.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit(do_not_specialize=["M", "OH", "OW", "PARTS"])
+def _sum_parts_kernel(part_ptr, b_ptr, out_ptr, M, K, OH, OW, PARTS, son, sok, soh, sow, HAS_BIAS: tl.constexpr,
+                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, INT64: tl.constexpr):
+    # The split reduction's second pass: out[m, k] = sum over parts of part[p, m, k] (+ bias), in order.
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    if INT64:
+        offs_m = offs_m.to(tl.int64)
+    offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = (offs_m < M)[:, None] & (offs_n < K)[None, :]
+    acc = tl.load(part_ptr + offs_m[:, None] * K + offs_n[None, :], mask=mask, other=0.0)
+    rows = offs_m
+    for _ in range(1, PARTS):
+        rows += M
+        acc += tl.load(part_ptr + rows[:, None] * K + offs_n[None, :], mask=mask, other=0.0)
     if HAS_BIAS:
-        bias = tl.load(b_ptr + k_out, mask=n_mask, other=0.0)
-        acc += bias.to(acc_ty)[None, :]
-    out_off = (nb * son + oh * soh + ow * sow)[:, None] + (k_out * sok)[None, :]
-    tl.store(out_ptr + out_off, acc.to(out_ptr.dtype.element_ty), mask=m_mask[:, None] & n_mask[None, :])
+        acc += tl.load(b_ptr + offs_n, mask=offs_n < K, other=0.0).to(acc.dtype)[None, :]
+    ow = offs_m % OW
+    oh = (offs_m // OW) % OH
+    nb = offs_m // (OW * OH)
+    out_off = (nb * son + oh * soh + ow * sow)[:, None] + (offs_n * sok)[None, :]
+    tl.store(out_ptr + out_off, acc.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-def _blocks(m: int, cg: int, kg: int, flat: bool, red: int) -> tuple[int, int, int, int, int]:
-    """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) for the backend."""
+A_CACHE = ".ca"
+"""Cache modifier of the input (A) tile loads: ".ca" keeps them in L1, where the next kernel taps,
+which read the same pixels shifted by one, find them; "" lets Triton choose (".cg", L2 only)."""
+
+
+def _config(m: int, kg: int, groups: int, cg: int, taps: int, flat: bool) -> tuple[int, ...]:
+    """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages, GROUP_M, parts) of a convolution with ``m``
+    output pixels, ``kg`` output channels and ``cg`` input channels per group, ``groups`` groups and
+    ``taps`` kernel taps, on the ``flat`` reduction or not; ``parts`` > 1 splits the reduction.
+    Benchmarks replace this function to sweep tiles."""
+    depth = cg * taps if flat else cg
     bn = min(128, max(16, next_pow2(kg)))
-    bk = min(64, max(16, next_pow2(red if flat else cg)))
+    bk = min(64, max(16, next_pow2(depth)))
     if BACKEND == "cpu":
-        return min(128, max(16, next_pow2(m))), bn, bk, 1, 1
-    # Small layers (7x7 maps) give too few 128-row tiles to fill the GPU's 132 SMs: halve BLOCK_M.
-    bm = 128 if cdiv(m, 128) * cdiv(kg, bn) >= 132 else 64
-    return bm, bn, bk, 8 if bn >= 64 and bm == 128 else 4, 3 if bk == 64 and bn == 128 else 4
+        return min(128, max(16, next_pow2(m))), bn, bk, 1, 1, 8, 1
+    # Big tiles: every input row is read once per column tile and every weight once per row tile,
+    # and that traffic, not the tensor cores, bounds these layers. 64 rows (one warpgroup's MMA) at most
+    # for tiny batches.
+    bm = 128 if m > 64 else 64
+    tiles = cdiv(m, bm) * cdiv(kg, bn) * groups
+    steps = cdiv(depth, bk) * (1 if flat else taps)
+    # Too few tiles for the SMs (7x7 maps): split the reduction, each part keeping 8+ steps to pipeline.
+    parts = max(1, min(cdiv(_SMS, tiles), steps // 8))
+    warps = 8 if bm * bn >= 128 * 128 or flat else 4
+    # At most ~96 KB of stages, so two programs share an SM and one's epilogue hides behind the other.
+    stages = 4 if (bm + bn) * bk * 2 * 4 <= 96 * 1024 else 3
+    return bm, bn, bk, warps, stages, 8, parts
+
+
+def _channels_contiguous(w: NBXTensor, transposed: bool) -> NBXTensor:
+    """``w`` with stride 1 along its per-group input channels (the B tile's reduction axis): the
+    channels-last order (K, R, S, C), or for a transposed weight (C_in, K/g, R, S) the order
+    (K/g, R, S, C_in). A weight already so (or contiguous along output channels) is returned as is."""
+    cdim, kdim = (0, 1) if transposed else (1, 0)
+    if w.stride()[cdim] == 1 or w.stride()[kdim] == 1:
+        return w
+    return permute(contiguous(permute(w, kdim, 2, 3, cdim)), *((3, 0, 1, 2) if transposed else (0, 3, 1, 2)))
 
 
 def _conv(op: str, x: NBXTensor, w: NBXTensor, bias: NBXTensor | None, stride: tuple[int, int],
@@ -185,23 +309,36 @@ def _conv(op: str, x: NBXTensor, w: NBXTensor, bias: NBXTensor | None, stride: t
         return out
     if cg == 0:
         raise ShapeError(f"{op}: input of shape {list(x.shape)} has no channels to convolve")
-    flat = cg < 16
-    bm, bn, bk, warps, stages = _blocks(m, cg, kg, flat, cg * r * s)
+    if cg < 16:
+        reduction = FLAT
+    elif r == s == 1 and pad == (0, 0) and not transposed:
+        reduction = POINTWISE
+    else:
+        reduction = TAPS
+    if reduction != FLAT:
+        w = _channels_contiguous(w, transposed)
+    bm, bn, bk, warps, stages, group_m, parts = _config(m, kg, groups, cg, r * s, reduction == FLAT)
     ws = w.stride()
     if transposed:
         wg, wk, wc = cg * ws[0], ws[1], ws[0]
     else:
         wg, wk, wc = kg * ws[0], ws[0], ws[1]
     mode = 2 if x.dtype is D.float64 else 1 if x.dtype is D.float32 else 0
-    grid = (cdiv(m, bm), cdiv(kg, bn), groups)
+    dst = out if parts == 1 else empty_tensor((parts, m, k), D.float64 if mode == 2 else D.float32, x.device)
+    int64 = needs_int64(m * k * parts, x, w, out)
     launch(
-        _conv_kernel, grid, x, w, bias if bias is not None else x, out,
+        _conv_kernel, (cdiv(m, bm) * cdiv(kg, bn), groups, parts), x, w, bias if bias is not None else x, dst,
         m, h, wd, oh, ow, cg, kg, r, s, *x.stride(), wg, wk, wc, ws[2], ws[3], *out.stride(),
         stride[0], stride[1], pad[0], pad[1], dil[0], dil[1],
-        TRANSPOSED=transposed, HAS_BIAS=bias is not None, FLAT_K=flat, MODE=mode,
-        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, INT64=needs_int64(m * k, x, w, out),
-        num_warps=warps, num_stages=stages,
+        TRANSPOSED=transposed, HAS_BIAS=bias is not None, REDUCTION=reduction, EVEN_C=cg % bk == 0, MODE=mode,
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=group_m, A_CACHE=A_CACHE,
+        PARTIAL=parts > 1, INT64=int64, num_warps=warps, num_stages=stages,
     )
+    if parts > 1:
+        bm2, bn2 = (16, min(256, next_pow2(k))) if BACKEND != "cpu" else (min(128, next_pow2(m)), next_pow2(k))
+        launch(_sum_parts_kernel, (cdiv(m, bm2), cdiv(k, bn2)), dst, bias if bias is not None else x, out, m, k,
+               oh, ow, parts, *out.stride(), HAS_BIAS=bias is not None, BLOCK_M=bm2, BLOCK_N=bn2, INT64=int64,
+               num_warps=4 if BACKEND != "cpu" else 1)
     return out
 
 

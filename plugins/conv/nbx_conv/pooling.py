@@ -6,15 +6,23 @@ are allocated in the input's memory format (channels-last stays channels-last), 
 output in memory order so stores are contiguous and, for channels-last, loads too. Sums run in
 float32 for half types; max pooling follows torch exactly: NaN wins, ties keep the first index,
 indices are flat positions within each (N, C) plane.
+
+Adaptive average pooling to a single output pixel over channels (dim 1) of stride 1 (a
+channels-last global pool, as closing ResNet) is a column reduction instead: the input is an
+(N, HW, C) matrix, each program sums BLOCK_R x BLOCK_C tiles of one image's channel block, with
+vector loads along C, and enough channel blocks to fill the GPU.
 """
 
+from nbx_core.launch import BACKEND, block_size, cdiv, launch, next_pow2
+
+# isort: split
+# Triton after nbx_core.launch, which sets the backend up (the interpreter) before Triton is imported.
 import triton
 import triton.language as tl
 
 from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
 from nbx_core.kernels.indexing import block_indices, needs_int64
-from nbx_core.launch import BACKEND, block_size, cdiv, launch
 from nbx_core.ops.views import squeeze, unsqueeze
 from nbx_core.tensor import NBXTensor
 
@@ -149,6 +157,67 @@ def _adaptive_avg_kernel(x_ptr, out_ptr, n, C, D, H, W, OD, OH, OW, sxn, sxc, sx
                 acc += tl.load(base + id_ * sxd + ih * sxh + iw * sxw, mask=ok, other=0.0).to(acc_ty)
     res = acc / ((d1 - d0) * (h1 - h0) * (w1 - w0)).to(acc_ty)
     tl.store(out_ptr + idx, res.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _global_avg_kernel(x_ptr, out_ptr, C, HW, sxn, sxr, son, soc, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
+                       INT64: tl.constexpr):
+    # x is (N, HW, C) with unit channel stride: rows of BLOCK_C contiguous channels, summed down axis 0.
+    num_c = tl.cdiv(C, BLOCK_C)
+    pid = tl.program_id(0)
+    if INT64:
+        pid = pid.to(tl.int64)
+    pid_c = pid % num_c
+    nb = pid // num_c
+    offs_c = pid_c * BLOCK_C + tl.arange(0, BLOCK_C)
+    offs_r = tl.arange(0, BLOCK_R)
+    c_mask = offs_c < C
+    base = x_ptr + nb * sxn + offs_c
+    acc_ty = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
+    acc = tl.zeros([BLOCK_R, BLOCK_C], dtype=acc_ty)
+    for r0 in range(0, HW, BLOCK_R):
+        rows = r0 + offs_r
+        if INT64:
+            rows = rows.to(tl.int64)
+        acc += tl.load(base[None, :] + rows[:, None] * sxr, mask=(rows < HW)[:, None] & c_mask[None, :],
+                       other=0.0).to(acc_ty)
+    res = tl.sum(acc, axis=0) / HW
+    tl.store(out_ptr + nb * son + offs_c * soc, res.to(out_ptr.dtype.element_ty), mask=c_mask)
+
+
+def _global_config(hw: int, c: int) -> tuple[int, int, int]:
+    """(BLOCK_R, BLOCK_C, num_warps) of the global average pool over ``hw`` rows of ``c`` channels.
+    Benchmarks replace this function to sweep tiles."""
+    block_r = min(64, next_pow2(hw))
+    if BACKEND == "cpu":
+        return block_r, min(1024, next_pow2(c)), 1
+    # 128 channels per program: 16 blocks of the 2048 of ResNet's last layer, 512 programs at batch 32.
+    return block_r, min(128, next_pow2(c)), 4
+
+
+def _row_stride(x5: NBXTensor) -> int | None:
+    """The one stride stepping through the spatial positions of ``x5`` (N, C, D, H, W) in order, or
+    None when its spatial dims do not merge into one."""
+    dims = [(s, st) for s, st in zip(x5.shape[2:], x5.stride()[2:], strict=True) if s > 1]
+    for (_, outer), (size, inner) in zip(dims, dims[1:], strict=False):
+        if outer != size * inner:
+            return None
+    return dims[-1][1] if dims else 1
+
+
+def _global_avg(x5: NBXTensor, out: NBXTensor) -> bool:
+    """Pool ``x5`` (N, C, D, H, W) into ``out`` (N, C, 1, 1, 1) by the column kernel when its channels
+    have stride 1 and its spatial dims merge into one; whether it did."""
+    sxr = _row_stride(x5)
+    if x5.stride()[1] != 1 or sxr is None:
+        return False
+    n, c = x5.shape[:2]
+    hw = x5.shape[2] * x5.shape[3] * x5.shape[4]
+    block_r, block_c, warps = _global_config(hw, c)
+    launch(_global_avg_kernel, (cdiv(c, block_c) * n,), x5, out, c, hw, x5.stride()[0], sxr, out.stride()[0],
+           out.stride()[1], BLOCK_R=block_r, BLOCK_C=block_c, INT64=needs_int64(n * c * hw, x5, out),
+           num_warps=warps)
+    return True
 
 
 def _prep(op: str, self: object, nsp: int) -> tuple[NBXTensor, bool]:
@@ -307,6 +376,8 @@ def _adaptive(op: str, nsp: int, self: object, output_size: object) -> NBXTensor
     if n == 0:
         return _finish(out, batched)
     x5, o5 = _as5d(x, nsp, batched), _as5d(out, nsp, True)
+    if all(s == 1 for s in out_sp) and _global_avg(x5, o5):
+        return _finish(out, batched)
     bins = [_max_bin(s, o) for s, o in zip(x5.shape[2:], o5.shape[2:], strict=True)]
     block = block_size(n)
     launch(_adaptive_avg_kernel, (cdiv(n, block),), x5, out, n, *x5.shape[1:], *o5.shape[2:], *x5.stride(), *bins,
