@@ -5,7 +5,8 @@
 Each candidate replaces a tile choice for the run, then is timed against torch like any benchmark:
 norm, rows per program and warps; reduction, the row kernel's (BLOCK_M, BLOCK_K, warps), the column
 kernel's (BLOCK_I, BLOCK_K, warps) and the program count below which K is split; pointwise, bytes
-per thread, warps and the loads' eviction hint. Any other name runs ``sweep(h)`` of the
+per thread, warps and the loads' eviction hint; attention, the flash kernel's (BLOCK_M, BLOCK_N, warps, stages) and, for
+decoding, the program count below which keys are split. Any other name runs ``sweep(h)`` of the
 family's benchmark module (``benchmarks/bench_<name>.py``), where a family keeps its own candidates.
 Results go to ``DIR/sweep.json``; the winners are what the plugins' defaults are set from.
 """
@@ -121,6 +122,39 @@ def sweep_pointwise(h) -> None:
     P._plans._plans.clear()
 
 
+def sweep_attention(h) -> None:
+    from nbx_attention import flash_attention as fa
+    from nbx_attention import sdpa
+
+    base = fa._config
+    cases = [(4, 32, 4096, 4096, 128, False), (4, 32, 4096, 4096, 128, True), (16, 12, 512, 512, 64, False)]
+    configs = {128: [(128, 64, 8, 3), (128, 128, 8, 3), (64, 64, 4, 3), (128, 128, 8, 4), (64, 128, 4, 3)],
+               64: [(128, 64, 4, 3), (64, 64, 4, 3), (128, 64, 8, 3), (64, 128, 4, 3)]}
+    for B, H, L, S, D, causal in cases:
+        q, k, v = h.randn((B, H, L, D)), h.randn((B, H, S, D)), h.randn((B, H, S, D))
+        Q, K, V = h.nbx(q), h.nbx(k), h.nbx(v)
+        flops = 4 * B * H * L * S * D // (2 if causal else 1)
+        for cfg in configs[D]:
+            fa._config = lambda *a, c=cfg: c
+            h.compare(f"sdpa causal={causal} bm,bn,warps,stages={cfg}",
+                      nbx=lambda: sdpa.scaled_dot_product_attention(Q, K, V, None, 0.0, causal),  # noqa: B023
+                      torch=lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),  # noqa: B023
+                      shape=(B, H, L, S, D), dtype="bfloat16", flops=flops)
+    fa._config = base
+    B, H, S, D = 16, 32, 4096, 128
+    q, k, v = h.randn((B, H, 1, D)), h.randn((B, H, S, D)), h.randn((B, H, S, D))
+    Q, K, V = h.nbx(q), h.nbx(k), h.nbx(v)
+    target = fa.TARGET_PROGRAMS
+    for cfg in [(16, 64, 4, 4), (16, 128, 4, 3), (16, 64, 2, 4)]:
+        for programs in (528, 1056, 2112):
+            fa._config, fa.TARGET_PROGRAMS = (lambda *a, c=cfg: c), programs
+            h.compare(f"sdpa decode bm,bn,warps,stages={cfg} programs={programs}",
+                      nbx=lambda: sdpa.scaled_dot_product_attention(Q, K, V, None, 0.0, False),
+                      torch=lambda: F.scaled_dot_product_attention(q, k, v), shape=(B, H, 1, S, D),
+                      dtype="bfloat16", bytes=(B * H * D * 2 + 2 * B * H * S * D) * 2)
+    fa._config, fa.TARGET_PROGRAMS = base, target
+
+
 def main(argv: list[str] | None = None) -> int:
     from benchmarks.harness import Harness
 
@@ -132,7 +166,8 @@ def main(argv: list[str] | None = None) -> int:
     h = Harness(reps=30)
     for name in args.only.split(","):
         print(f"== sweep {name}", flush=True)
-        builtin = {"norm": sweep_norm, "reduction": sweep_reduction, "pointwise": sweep_pointwise}
+        builtin = {"norm": sweep_norm, "reduction": sweep_reduction, "pointwise": sweep_pointwise,
+                   "attention": sweep_attention}
         builtin[name](h) if name in builtin else importlib.import_module(f"benchmarks.bench_{name}").sweep(h)
     (args.out / "sweep.json").write_text(json.dumps({"gpu": torch.cuda.get_device_name(), "results": h.results,
                                                      "errors": h.errors}, indent=1) + "\n")

@@ -11,14 +11,12 @@ HOPPER_SMEM = 227 * 1024
 
 
 @pytest.mark.skipif(BACKEND != "aot", reason="compiles the GPU tile configurations (aot backend only)")
-# qk_ahead holds one more K tile, and the tile choice depends on it.
-@pytest.mark.parametrize("dtype,L,S,E,qk_ahead", [("bfloat16", 300, 300, 128, True), ("bfloat16", 300, 300, 128, False),
-                                                  ("bfloat16", 300, 300, 256, True), ("bfloat16", 1, 4096, 128, True),
-                                                  ("float32", 300, 300, 256, True), ("float64", 300, 300, 256, True)])
-def test_flash_tiles_fit_shared_memory(dtype, L, S, E, qk_ahead, monkeypatch):
+@pytest.mark.parametrize("dtype,L,S,E", [("bfloat16", 300, 300, 128), ("bfloat16", 300, 300, 256),
+                                         ("bfloat16", 1, 4096, 128), ("float32", 300, 300, 256),
+                                         ("float64", 300, 300, 256)])
+def test_flash_tiles_fit_shared_memory(dtype, L, S, E, monkeypatch):
     import nbx_attention.flash_attention as fa
 
-    monkeypatch.setattr(fa, "qk_ahead", qk_ahead)
     used = []
 
     def compile_only(kernel, grid, *args, **kwargs):

@@ -21,31 +21,8 @@ third grid axis (flash-decoding); each split writes its partial (acc, m, l) in f
 kernel merges them.
 
 Triton's interpreter multiplies bfloat16 ``tl.dot`` operands wrongly (it reads their bits as
-integers): every dot's operands go through ``nbx_core.kernels.dot.dot_operand``, which widens them
-to float32 there (exact).
-
-Knobs (module-level, so the sweep in ``benchmarks/bench_attention.py`` can compare them):
-
-- ``fold_scale``: the dot's scores stay unscaled; the row max is scaled (one multiply per row) and
-  the scale enters the exponent's fused multiply-add, which saves a multiply per score. Only for a
-  positive scale (the max of scaled scores is then the scaled max) and no additive mask (which adds
-  to scaled scores).
-- ``k_rows``: K is loaded as [BLOCK_N, D] tiles (rows of K, as stored) and the dot reads their
-  transpose, as Triton's Hopper tutorial does; else as [D, BLOCK_N] tiles (Triton 3.9 emits the
-  same sm_90 code for both).
-- ``rescale_slack``: 0 keeps the exact running max. A positive value (base 2) keeps a row's max
-  until a block exceeds it by more than that, so exponentials stay below ``2**slack`` (P is cast to
-  the value dtype: keep it well under float16's 2**16) and a block where no row's max moved leaves
-  ``acc`` and ``l`` unscaled (every correction factor is then 1). The result is the same: ``acc``,
-  ``l`` and the logsumexp all refer to the max actually used. Deciding that takes a reduction
-  across the program's warps (a barrier) per block.
-- ``causal_longest_first``: causal programs take query blocks last to first, so the longest ones
-  start first and short ones fill the tail of the grid.
-- ``qk_ahead``: the interior loop issues the next block's q kᵀ before this block's softmax, so the
-  tensor cores compute it while the softmax runs (Triton waits for an asynchronous dot only where
-  its result is used). It holds one more K tile in shared memory and a second score tile in
-  registers. With a positive ``rescale_slack`` Triton (3.9, sm_90) waits for each P·V dot at
-  once, so the two do not combine well.
+integers): every dot's
+operands go through ``nbx_core.kernels.dot.dot_operand``, which widens them to float32 there (exact).
 """
 
 import math
@@ -62,61 +39,30 @@ from nbx_core.pointwise import tl_dtype
 from nbx_core.tensor import NBXTensor, empty_tensor
 
 LOG2E = math.log2(math.e)
-TARGET_PROGRAMS = 2 * 132 if BACKEND != "cpu" else 1
-"""Split the key range while fewer programs than this would run (an H200 has 132 SMs): decoding
-with 512 (batch x heads) programs or more runs as one launch, without the merge kernel."""
+TARGET_PROGRAMS = 4 * 132 if BACKEND != "cpu" else 1
+"""Split the key range while fewer programs than this would run (an H200 has 132 SMs)."""
 MIN_SPLIT_KEYS = 512
 """Fewest keys one split handles (tests lower both knobs to reach the split path)."""
-fold_scale = True
-"""Apply the softmax scale inside exp2's multiply-add (see the module docstring)."""
-k_rows = True
-"""Load K as [BLOCK_N, D] and pass its transpose to the dot (else load [D, BLOCK_N])."""
-rescale_slack = 0.0
-"""How far (base 2) a row's max may rise before it is moved and ``acc`` rescaled; 0: always."""
-causal_longest_first = True
-"""Causal: launch the query blocks with the most keys first."""
-qk_ahead = True
-"""Issue the next key block's q kᵀ before this block's softmax (see the module docstring)."""
 
 
 @triton.jit
-def _scores(q, k_base, start_n, offs_n, offs_d, S, skn, skd, E: tl.constexpr, BLOCK_D: tl.constexpr,
-            EDGE: tl.constexpr, PREC: tl.constexpr, ACC: tl.constexpr, K_ROWS: tl.constexpr):
-    """q kᵀ of one key block, unscaled."""
+def _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n, offs_d, offs_dv,
+                L, S, qk_scale, skn, skd, svn, svd, smm, smn,
+                E: tl.constexpr, EV: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
+                MASK_KIND: tl.constexpr, CAUSAL: tl.constexpr, EDGE: tl.constexpr, PREC: tl.constexpr,
+                ACC: tl.constexpr):
     cols = start_n + offs_n
     kv_ok = cols < S
-    d_ok = offs_d < E
     # Interior blocks lie inside the key length: only a padded head dim needs a load mask there.
-    if K_ROWS:
-        k_ptrs = k_base + cols[:, None] * skn + offs_d[None, :] * skd
-        if EDGE:
-            k = tl.load(k_ptrs, mask=kv_ok[:, None] & d_ok[None, :], other=0.0)
-        elif E == BLOCK_D:
-            k = tl.load(k_ptrs)
-        else:
-            k = tl.load(k_ptrs, mask=d_ok[None, :], other=0.0)
-        kt = tl.trans(k)
+    k_ptrs = k_base + cols[None, :] * skn + offs_d[:, None] * skd
+    v_ptrs = v_base + cols[:, None] * svn + offs_dv[None, :] * svd
+    if EDGE:
+        kt = tl.load(k_ptrs, mask=kv_ok[None, :] & (offs_d < E)[:, None], other=0.0)
+    elif E == BLOCK_D:
+        kt = tl.load(k_ptrs)
     else:
-        k_ptrs = k_base + cols[None, :] * skn + offs_d[:, None] * skd
-        if EDGE:
-            kt = tl.load(k_ptrs, mask=kv_ok[None, :] & d_ok[:, None], other=0.0)
-        elif E == BLOCK_D:
-            kt = tl.load(k_ptrs)
-        else:
-            kt = tl.load(k_ptrs, mask=d_ok[:, None], other=0.0)
-    return tl.dot(dot_operand(q), dot_operand(kt), input_precision=PREC, out_dtype=ACC)
-
-
-@triton.jit
-def _update(acc, m_i, l_i, qk, v_base, mask_base, start_n, offs_m, offs_n, offs_dv, L, S, qk_scale, svn, svd,
-            smm, smn, EV: tl.constexpr, BLOCK_DV: tl.constexpr, MASK_KIND: tl.constexpr, CAUSAL: tl.constexpr,
-            EDGE: tl.constexpr, PREC: tl.constexpr, ACC: tl.constexpr, FOLD: tl.constexpr,
-            SLACK: tl.constexpr):
-    """Fold one key block's scores ``qk`` (unscaled) into the running (acc, m, l)."""
-    cols = start_n + offs_n
-    kv_ok = cols < S
-    if not FOLD:
-        qk = qk * qk_scale
+        kt = tl.load(k_ptrs, mask=(offs_d < E)[:, None], other=0.0)
+    qk = tl.dot(dot_operand(q), dot_operand(kt), input_precision=PREC, out_dtype=ACC) * qk_scale
     if MASK_KIND != 0:
         mptr = mask_base + offs_m[:, None] * smm + cols[None, :] * smn
         mok = (offs_m < L)[:, None] & kv_ok[None, :]
@@ -129,28 +75,12 @@ def _update(acc, m_i, l_i, qk, v_base, mask_base, start_n, offs_m, offs_n, offs_
         if CAUSAL:
             ok = ok & (cols[None, :] <= offs_m[:, None])
         qk = tl.where(ok, qk, float("-inf"))
-    m_blk = tl.max(qk, axis=1)
-    if FOLD:
-        m_blk = m_blk * qk_scale
-    if SLACK > 0:
-        m_new = tl.where(m_blk > m_i + SLACK, m_blk, m_i)
-    else:
-        m_new = tl.maximum(m_i, m_blk)
+    m_new = tl.maximum(m_i, tl.max(qk, axis=1))
     # While a row has seen only -inf, subtract 0 so that exp2 gives 0 rather than NaN.
     m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
-    if FOLD:
-        p = tl.exp2(tl.fma(qk, qk_scale, -m_use[:, None]))
-    else:
-        p = tl.exp2(qk - m_use[:, None])
-    l_blk = tl.sum(p, axis=1)
+    p = tl.exp2(qk - m_use[:, None])
     alpha = tl.exp2(m_i - m_use)
-    if SLACK > 0:
-        # alpha is 1 in every row whose max stayed (0 in rows still empty, whose acc is 0).
-        if tl.max((m_new != m_i).to(tl.int32), axis=0) != 0:
-            acc = acc * alpha[:, None]
-    else:
-        acc = acc * alpha[:, None]
-    v_ptrs = v_base + cols[:, None] * svn + offs_dv[None, :] * svd
+    l_i = l_i * alpha + tl.sum(p, axis=1)
     if EDGE:
         v = tl.load(v_ptrs, mask=kv_ok[:, None] & (offs_dv < EV)[None, :], other=0.0)
     elif EV == BLOCK_DV:
@@ -158,8 +88,9 @@ def _update(acc, m_i, l_i, qk, v_base, mask_base, start_n, offs_m, offs_n, offs_
     else:
         v = tl.load(v_ptrs, mask=(offs_dv < EV)[None, :], other=0.0)
     # The product accumulates into acc itself (one accumulator tile in registers, not two).
-    acc = tl.dot(dot_operand(p.to(v.dtype)), dot_operand(v), acc, input_precision=PREC, out_dtype=ACC)
-    return acc, m_new, l_i * alpha + l_blk
+    acc = tl.dot(dot_operand(p.to(v.dtype)), dot_operand(v), acc * alpha[:, None], input_precision=PREC,
+                 out_dtype=ACC)
+    return acc, m_new, l_i
 
 
 @triton.jit
@@ -184,12 +115,8 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml
                      E: tl.constexpr, EV: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                      BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr, MASK_KIND: tl.constexpr,
                      CAUSAL: tl.constexpr, SPLIT: tl.constexpr, STORE_LSE: tl.constexpr,
-                     PREC: tl.constexpr, ACC: tl.constexpr, FOLD: tl.constexpr, K_ROWS: tl.constexpr,
-                     SLACK: tl.constexpr, LONGEST_FIRST: tl.constexpr, QK_AHEAD: tl.constexpr):
-    if LONGEST_FIRST:
-        start_m = tl.num_programs(0) - 1 - tl.program_id(0)
-    else:
-        start_m = tl.program_id(0)
+                     PREC: tl.constexpr, ACC: tl.constexpr):
+    start_m = tl.program_id(0)
     zh = tl.program_id(1)
     split = tl.program_id(2)
     z = (zh // H).to(tl.int64)
@@ -218,32 +145,14 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml
         hi = tl.minimum(hi, (start_m + 1) * BLOCK_M)
         safe = tl.minimum(safe, ((start_m * BLOCK_M + 1) // BLOCK_N) * BLOCK_N)
     mid = tl.maximum(lo, tl.minimum(hi, safe))
-    if QK_AHEAD:
-        # The next block's q kᵀ is issued before this block's softmax, so the tensor cores work
-        # on it meanwhile (the loop runs the interior blocks but the last).
-        if lo < mid:
-            qk = _scores(q, k_base, lo, offs_n, offs_d, S, skn, skd, E, BLOCK_D, False, PREC, ACC, K_ROWS)
-            for start_n in range(lo, mid - BLOCK_N, BLOCK_N):
-                qk_next = _scores(q, k_base, start_n + BLOCK_N, offs_n, offs_d, S, skn, skd, E, BLOCK_D, False,
-                                  PREC, ACC, K_ROWS)
-                acc, m_i, l_i = _update(acc, m_i, l_i, qk, v_base, mask_base, start_n, offs_m, offs_n, offs_dv,
-                                        L, S, qk_scale, svn, svd, smm, smn, EV, BLOCK_DV, MASK_KIND, CAUSAL,
-                                        False, PREC, ACC, FOLD, SLACK)
-                qk = qk_next
-            acc, m_i, l_i = _update(acc, m_i, l_i, qk, v_base, mask_base, mid - BLOCK_N, offs_m, offs_n, offs_dv,
-                                    L, S, qk_scale, svn, svd, smm, smn, EV, BLOCK_DV, MASK_KIND, CAUSAL, False,
-                                    PREC, ACC, FOLD, SLACK)
-    else:
-        for start_n in range(lo, mid, BLOCK_N):
-            qk = _scores(q, k_base, start_n, offs_n, offs_d, S, skn, skd, E, BLOCK_D, False, PREC, ACC, K_ROWS)
-            acc, m_i, l_i = _update(acc, m_i, l_i, qk, v_base, mask_base, start_n, offs_m, offs_n, offs_dv, L, S,
-                                    qk_scale, svn, svd, smm, smn, EV, BLOCK_DV, MASK_KIND, CAUSAL, False, PREC,
-                                    ACC, FOLD, SLACK)
+    for start_n in range(lo, mid, BLOCK_N):
+        acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n,
+                                    offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn,
+                                    E, EV, BLOCK_D, BLOCK_DV, MASK_KIND, CAUSAL, False, PREC, ACC)
     for start_n in range(mid, hi, BLOCK_N):
-        qk = _scores(q, k_base, start_n, offs_n, offs_d, S, skn, skd, E, BLOCK_D, True, PREC, ACC, K_ROWS)
-        acc, m_i, l_i = _update(acc, m_i, l_i, qk, v_base, mask_base, start_n, offs_m, offs_n, offs_dv, L, S,
-                                qk_scale, svn, svd, smm, smn, EV, BLOCK_DV, MASK_KIND, CAUSAL, True, PREC, ACC,
-                                FOLD, SLACK)
+        acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n,
+                                    offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn,
+                                    E, EV, BLOCK_D, BLOCK_DV, MASK_KIND, CAUSAL, True, PREC, ACC)
     if SPLIT:
         # Partials: part[zh, split, m, dv] (unnormalised acc) and ml[zh, split, m, 0:2] = (m, l).
         n_split = tl.num_programs(2)
@@ -305,10 +214,8 @@ def _config(dtype: D.DType, L: int, S: int, E: int, EV: int) -> tuple[int, int, 
     if L <= 16:
         return 16, 64, 4, 4 if d <= 128 else 2
     if d <= 128:
-        # H200 sweep (benchmarks/sweep.py), bf16: ahead of 128-row tiles at head dims 64 and 128. With
-        # qk_ahead a K tile more is held: 2 stages keep two programs per SM (96 KB each) at head dim
-        # 128, where 3 would need 128 KB (benchmarks/bench_attention.py's sweep times both).
-        return 64, 64, 4, 2 if qk_ahead else 3
+        # H200 sweep (benchmarks/sweep.py), bf16: ahead of 128-row tiles at head dims 64 and 128.
+        return 64, 64, 4, 3
     return 64, 64, 8, 2
 
 
@@ -353,9 +260,7 @@ def flash_forward(q: NBXTensor, k: NBXTensor, v: NBXTensor, mask: NBXTensor | No
            *q.stride(), *k.stride(), *v.stride(), *ms, *out.stride(), *ls,
            E=E, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=bd, MASK_KIND=kind, CAUSAL=causal, SPLIT=split,
            PREC="ieee" if q.dtype in (D.float32, D.float64) else "tf32",
-           FOLD=bool(fold_scale) and scale > 0 and kind != 2, K_ROWS=bool(k_rows), SLACK=float(rescale_slack),
-           LONGEST_FIRST=causal and bool(causal_longest_first), QK_AHEAD=bool(qk_ahead), num_warps=warps,
-           num_stages=stages,
+           num_warps=warps, num_stages=stages,
            **common)
     if split:
         mbm = max(16, min(64, next_pow2(L)))
