@@ -48,7 +48,7 @@ def _gemm_kernel(
     bshape, a_bs, b_bs, c_bs, o_bs,
     sam, sak, sbk, sbn, scm, scn, som, son,
     alpha_f: tl.float64, beta_f: tl.float64, alpha_i: tl.int64, beta_i: tl.int64,
-    HAS_C: tl.constexpr, C_ROW: tl.constexpr, USE_DOT: tl.constexpr, INT_ACC: tl.constexpr,
+    HAS_C: tl.constexpr, USE_DOT: tl.constexpr, INT_ACC: tl.constexpr,
     PRECISION: tl.constexpr,
     ACC: tl.constexpr, BNDIM: tl.constexpr, EVEN_K: tl.constexpr, INT64: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
@@ -95,25 +95,18 @@ def _gemm_kernel(
         a_ptrs += BLOCK_K * sak
         b_ptrs += BLOCK_K * sbk
 
-    mask = (rm[:, None] < M) & (rn[None, :] < N)
-    # (1, 1) tiles of acc's dtype: a float64 scalar would promote the product to float64.
     if INT_ACC:
-        alpha = tl.full((1, 1), alpha_i, tl.int64)
-        beta = tl.full((1, 1), beta_i, tl.int64)
+        acc = acc * tl.full((BLOCK_M, BLOCK_N), alpha_i, tl.int64)
     else:
-        alpha = tl.full((1, 1), alpha_f, ACC)
-        beta = tl.full((1, 1), beta_f, ACC)
+        acc = acc * tl.full((BLOCK_M, BLOCK_N), alpha_f, ACC)
+    mask = (rm[:, None] < M) & (rn[None, :] < N)
     if HAS_C:
-        c_base = c_ptr + strided_offsets(batch, bshape, c_bs, BNDIM)
-        if C_ROW:
-            # c repeats down the rows (a bias): load one row and broadcast it in registers, not a
-            # full tile that would also need a shuffle through shared memory into acc's layout.
-            c = tl.load(c_base + rn * scn, mask=rn < N, other=0).to(ACC)[None, :]
+        c_off = strided_offsets(batch, bshape, c_bs, BNDIM) + rm[:, None] * scm + rn[None, :] * scn
+        c = tl.load(c_ptr + c_off, mask=mask, other=0).to(ACC)
+        if INT_ACC:
+            acc += tl.full((BLOCK_M, BLOCK_N), beta_i, tl.int64) * c
         else:
-            c = tl.load(c_base + rm[:, None] * scm + rn[None, :] * scn, mask=mask, other=0).to(ACC)
-        acc = acc * alpha + c * beta  # one FMA per element after the row's c * beta
-    else:
-        acc = acc * alpha
+            acc += tl.full((BLOCK_M, BLOCK_N), beta_f, ACC) * c
     o_off = strided_offsets(batch, bshape, o_bs, BNDIM) + rm[:, None] * som + rn[None, :] * son
     tl.store(out_ptr + o_off, cast_to(acc, out_ptr.dtype.element_ty), mask=mask)
 
@@ -187,7 +180,7 @@ def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alp
             a_st[-2], a_st[-1], b_st[-2], b_st[-1], c_st[-2], c_st[-1], o_st[-2], o_st[-1],
             0.0 if is_int else float(alpha), 0.0 if is_int else float(beta),
             int(alpha) if is_int else 0, int(beta) if is_int else 0,
-            HAS_C=use_c, C_ROW=use_c and c_st[-2] == 0, USE_DOT=use_dot, INT_ACC=is_int, PRECISION=precision,
+            HAS_C=use_c, USE_DOT=use_dot, INT_ACC=is_int, PRECISION=precision,
             ACC=tl_dtype(acc), BNDIM=len(bshape), EVEN_K=k % bk == 0, INT64=needs_int64(numel(shape), *tensors),
             BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, **cfg,
         )
