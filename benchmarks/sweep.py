@@ -3,8 +3,7 @@
     python -m benchmarks.sweep --out DIR [--only norm,reduction,pointwise,attention,...]
 
 Each candidate replaces a tile choice for the run, then is timed against torch like any benchmark:
-norm, rows per program and warps; reduction, the row kernel's (BLOCK_M, BLOCK_K, warps), the column
-kernel's (BLOCK_I, BLOCK_K, warps) and the program count below which K is split; pointwise, bytes
+norm, rows per program and warps; pointwise, bytes
 per thread, warps and the loads' eviction hint; attention, the flash kernel's (BLOCK_M, BLOCK_N, warps, stages) and, for
 decoding, the program count below which keys are split. Any other name runs ``sweep(h)`` of the
 family's benchmark module (``benchmarks/bench_<name>.py``), where a family keeps its own candidates.
@@ -56,43 +55,6 @@ def sweep_norm(h) -> None:
                           dtype="bfloat16", bytes=io)
     ln._TILE, ln._num_warps = base_tile, base_warps
     ln._plans._plans.clear()
-
-
-def sweep_reduction(h) -> None:
-    from nbx_reduction import basic
-    from nbx_reduction import engine as E
-
-    base = E.row_tiles, E.col_tiles, E._GPU_PROGRAMS
-    cases = [("sum", lambda x, d: basic.sum(x, [d]), lambda x, d: x.sum(d)),
-             ("amax", lambda x, d: basic.amax(x, [d]), lambda x, d: x.amax(d)),
-             ("argmax", lambda x, d: basic.argmax(x, d), lambda x, d: x.argmax(d))]
-
-    def run(shape, dim, tag):
-        E._steps._plans.clear()
-        for name, f, g in cases:
-            h.compare(f"{name} dim={dim} {tag}", nbx=[lambda x=x, f=f: f(x, dim) for x in X],
-                      torch=[lambda x=x, g=g: g(x, dim) for x in xs], shape=shape, dtype="bfloat16",
-                      bytes=shape[0] * shape[1] * 2)
-
-    for shape in [(8192, 4096), (4096, 32768)]:
-        xs = [h.randn(shape) for _ in range(2)]
-        X = [h.nbx(x) for x in xs]
-        for bm, bk, warps in [(1, 4096, 4), (1, 4096, 8), (1, 4096, 16), (1, 2048, 4), (1, 2048, 8),
-                              (2, 2048, 8), (2, 4096, 8), (4, 1024, 4), (4, 1024, 8), (1, 8192, 16)]:
-            E.row_tiles = lambda rows, K, t=(bm, bk, warps): t
-            run(shape, 1, f"bm={bm} bk={bk} warps={warps}")
-    E.row_tiles = base[0]
-    shape = (4096, 4096)
-    xs = [h.randn(shape) for _ in range(3)]
-    X = [h.nbx(x) for x in xs]
-    for bi, bk, warps, programs in [(64, 64, 8, 264), (128, 32, 4, 264), (128, 64, 8, 528), (256, 16, 4, 528),
-                                    (256, 32, 8, 1056), (64, 64, 8, 1056), (512, 16, 8, 1056), (32, 64, 4, 528),
-                                    (16, 128, 4, 528)]:
-        E.col_tiles = lambda I, K, s, t=(bi, bk, warps): t
-        E._GPU_PROGRAMS = programs
-        run(shape, 0, f"bi={bi} bk={bk} warps={warps} programs={programs}")
-    E.row_tiles, E.col_tiles, E._GPU_PROGRAMS = base
-    E._steps._plans.clear()
 
 
 def sweep_pointwise(h) -> None:
@@ -166,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     h = Harness(reps=30)
     for name in args.only.split(","):
         print(f"== sweep {name}", flush=True)
-        builtin = {"norm": sweep_norm, "reduction": sweep_reduction, "pointwise": sweep_pointwise,
+        builtin = {"norm": sweep_norm, "pointwise": sweep_pointwise,
                    "attention": sweep_attention}
         builtin[name](h) if name in builtin else importlib.import_module(f"benchmarks.bench_{name}").sweep(h)
     (args.out / "sweep.json").write_text(json.dumps({"gpu": torch.cuda.get_device_name(), "results": h.results,

@@ -19,10 +19,12 @@ FLOATS = ["float32", "bfloat16", "float64"]
 INTS = ["int32", "int64", "uint8"]
 
 
-@pytest.fixture(params=["gpu", "tiny", "tiny-int64"])
+@pytest.fixture(params=["gpu", "tiny", "tiny-int64", "split"])
 def tiling(request, monkeypatch) -> None:
     """The engine's tiles for the test: its GPU choice, or tiny tiles (each lane sees several
-    elements), the second with int64 indexing forced. Other tests run the CPU choice."""
+    elements), the second with int64 indexing forced, the third with K split over programs that
+    combine their partials (on the interpreter, which splits by length). Other tests run the CPU
+    choice."""
     from nbx_reduction import engine as E
 
     E._steps._plans.clear()
@@ -36,6 +38,15 @@ def tiling(request, monkeypatch) -> None:
         monkeypatch.setattr(E, "row_tiles", lambda rows, K: (2, 4, 1))
         monkeypatch.setattr(E, "col_tiles", lambda I, K, splittable: (2, 16, 1))
         monkeypatch.setattr(E, "needs_int64", lambda *args: True)
+    if request.param == "split":
+        monkeypatch.setattr(E, "row_tiles", lambda rows, K: (4, 8, 1))
+        monkeypatch.setattr(E, "col_tiles", lambda I, K, splittable: (8, 8, 1))
+        monkeypatch.setattr(E, "_CPU_SPLIT", 16)
+
+        def check_split() -> None:
+            assert any(st.partials for _, st in E._steps.items()), "no reduction split K"
+
+        request.addfinalizer(check_split)
 
 
 # Rows of K elements. Under the tiny tiles (BLOCK_K 4, 8, 16) some of these share a lane and some

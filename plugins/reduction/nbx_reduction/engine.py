@@ -10,9 +10,15 @@ allow (else it makes the permuted input contiguous). Then one of two kernels run
   ``BLOCK_I`` neighbouring columns and walks down ``K``, reading coalesced row segments.
 
 Both accumulate per lane across the loop and reduce the lanes once at the end, so a result depends
-on the tiling only through rounding. The op is a set of constexpr codes: ``OP`` (how elements
-combine), ``PRE`` (a transform of each element: abs, square, power, nonzero) and ``POST`` (a
-transform of the result: mean, sqrt, power, variance, logsumexp). Half types accumulate in float32.
+on the tiling only through rounding. When the kept positions make too few programs for the machine,
+K is split too, in the same launch: each program stores a partial result, takes a ticket from its
+output tile's counter, and the program that takes the tile's last ticket reduces the tile's
+partials (in a fixed order, so the result does not depend on which program finished last) and
+resets the counter for the next launch.
+
+The op is a set of constexpr codes: ``OP`` (how elements combine), ``PRE`` (a transform of each
+element: abs, square, power, nonzero) and ``POST`` (a transform of the result: mean, sqrt, power,
+variance, logsumexp). Half types accumulate in float32.
 """
 
 import math
@@ -27,6 +33,7 @@ import triton
 import triton.language as tl
 
 from nbx_core import dtypes as D
+from nbx_core.device import Device
 from nbx_core.kernels.copy import cast_to
 from nbx_core.kernels.indexing import needs_int64
 from nbx_core.ops import copy as C
@@ -46,8 +53,12 @@ Q_NONE, Q_SQRT, Q_ROOT, Q_MEAN, Q_VAR, Q_STD, Q_LSE = range(7)
 # On the interpreter each program costs Python time: few, large programs; the loop over K still
 # runs (and is tested) for rows longer than this.
 _CPU_BLOCK = 1024
-# Programs that keep every SM of an H200 (132) busy twice over.
-_GPU_PROGRAMS = 264
+# On the interpreter K is split into slices of this many elements (so that the split path is
+# tested); on a GPU, a launch of fewer programs than _GPU_PROGRAMS splits K to reach about that
+# many (each slice at least _SPLIT_BLOCKS tiles long).
+_CPU_SPLIT = 2 * _CPU_BLOCK
+_GPU_PROGRAMS = 1056
+_SPLIT_BLOCKS = 4
 
 
 @triton.jit
@@ -64,24 +75,6 @@ def _min_combine(a, b):
 @triton.jit
 def _mul_combine(a, b):
     return a * b
-
-
-@triton.jit
-def _argmax_combine(a, ai, b, bi):
-    a_nan = a != a
-    b_nan = b != b
-    tie = (a == b) | (a_nan & b_nan)
-    take_b = ((b > a) & ~a_nan) | (b_nan & ~a_nan) | (tie & (bi < ai))
-    return tl.where(take_b, b, a), tl.where(take_b, bi, ai)
-
-
-@triton.jit
-def _argmin_combine(a, ai, b, bi):
-    a_nan = a != a
-    b_nan = b != b
-    tie = (a == b) | (a_nan & b_nan)
-    take_b = ((b < a) & ~a_nan) | (b_nan & ~a_nan) | (tie & (bi < ai))
-    return tl.where(take_b, b, a), tl.where(take_b, bi, ai)
 
 
 @triton.jit
@@ -103,86 +96,27 @@ def _element(raw, p, SRC: tl.constexpr, ACC: tl.constexpr, PRE: tl.constexpr):
 
 
 @triton.jit
-def _reduce(x_ptr, base, ok, kr, k_lo, K, count, sk, p, corr,
-            OP: tl.constexpr, PRE: tl.constexpr, POST: tl.constexpr, SRC: tl.constexpr, ACC: tl.constexpr,
-            IDENT: tl.constexpr, AXIS: tl.constexpr, S0: tl.constexpr, S1: tl.constexpr,
-            BLOCK_K: tl.constexpr, INT64: tl.constexpr):
-    """Reduce the elements ``k_lo <= k < K`` at ``base + k * sk`` of each kept position along ``AXIS``.
-
-    ``count`` is what mean and variance divide by (the whole reduction's size when the caller split it).
-
-    ``base``/``ok`` hold the kept positions' offsets and mask; ``kr`` the lane ids along the
-    reduced axis, shaped to broadcast against them into an ``[S0, S1]`` tile; ``INT64`` whether
-    indices need int64 (the arg ops' lanes otherwise keep int32 ones).
-    Returns the reduced values and (for the arg ops) their indices.
-    """
-    acc = tl.full([S0, S1], IDENT, ACC)
-    # The arg ops take an element only when it beats IDENT (or is NaN), so a lane that takes none
-    # holds (IDENT, k_lo) and ties only with such lanes; when all are such (every element equals
-    # IDENT), the answer is the first index, k_lo.
-    if INT64:
-        idx = tl.full([S0, S1], 0, tl.int64) + k_lo
+def _load(ptr, m, EVEN: tl.constexpr):
+    # EVEN: the tiles divide the array, so every lane is in bounds and the mask costs nothing.
+    if EVEN:
+        x = tl.load(ptr)
     else:
-        idx = tl.full([S0, S1], 0, tl.int32) + k_lo
-    for k0 in range(k_lo, K, BLOCK_K):
-        k = kr + k0
-        m = ok & (k < K)
-        x = _element(tl.load(x_ptr + base + k * sk, mask=m), p, SRC, ACC, PRE)
-        if OP == 0 or OP == 6:
-            acc += tl.where(m, x, 0)
-        elif OP == 1:
-            acc *= tl.where(m, x, 1)
-        elif OP == 2 or OP == 7:
-            acc = tl.maximum(acc, tl.where(m, x, IDENT), propagate_nan=tl.PropagateNan.ALL)
-        elif OP == 3:
-            acc = tl.minimum(acc, tl.where(m, x, IDENT), propagate_nan=tl.PropagateNan.ALL)
-        else:
-            # A lane sees k increasing, so a strict comparison keeps its first max (min); the index
-            # tie-break is the cross-lane combine's. ~(x <= acc) also holds for a NaN x, and a NaN
-            # acc takes nothing more, so the lane keeps its first NaN.
-            if OP == 4:
-                take = m & (acc == acc) & ~(x <= acc)
-            else:
-                take = m & (acc == acc) & ~(x >= acc)
-            acc = tl.where(take, x, acc)
-            idx = tl.where(take, k.to(idx.dtype), idx)
-    if OP == 0:
-        r = tl.sum(acc, axis=AXIS)
-    elif OP == 1:
-        r = tl.reduce(acc, AXIS, _mul_combine)
-    elif OP == 2:
-        r = tl.reduce(acc, AXIS, _max_combine)
-    elif OP == 3:
-        r = tl.reduce(acc, AXIS, _min_combine)
-    elif OP == 4:
-        r, ri = tl.reduce((acc, idx), AXIS, _argmax_combine)
-        idx = ri.to(tl.int64)
-    elif OP == 5:
-        r, ri = tl.reduce((acc, idx), AXIS, _argmin_combine)
-        idx = ri.to(tl.int64)
-    elif OP == 6:
-        # Variance: a second pass over the row around its mean (exact for float32 and float64).
-        mean = tl.sum(acc, axis=AXIS) / count
-        mean_b = tl.expand_dims(mean, AXIS)
-        sq = tl.full([S0, S1], 0, ACC)
-        for k0 in range(k_lo, K, BLOCK_K):
-            k = kr + k0
-            m = ok & (k < K)
-            d = _element(tl.load(x_ptr + base + k * sk, mask=m), p, SRC, ACC, PRE) - mean_b
-            sq += tl.where(m, d * d, 0)
-        r = tl.sum(sq, axis=AXIS)
+        x = tl.load(ptr, mask=m)
+    return x
+
+
+@triton.jit
+def _masked(x, m, fill, EVEN: tl.constexpr):
+    if EVEN:
+        y = x
     else:
-        # logsumexp as torch computes it: an infinite max is replaced by 0 before the shift.
-        mx = tl.reduce(acc, AXIS, _max_combine)
-        mx = tl.where(tl.abs(mx) == -IDENT, 0.0, mx).to(ACC)
-        mx_b = tl.expand_dims(mx, AXIS)
-        s = tl.full([S0, S1], 0, ACC)
-        for k0 in range(k_lo, K, BLOCK_K):
-            k = kr + k0
-            m = ok & (k < K)
-            x = _element(tl.load(x_ptr + base + k * sk, mask=m), p, SRC, ACC, PRE)
-            s += tl.where(m, tl.exp(x - mx_b), 0)
-        r = tl.log(tl.sum(s, axis=AXIS)) + mx
+        y = tl.where(m, x, fill)
+    return y
+
+
+@triton.jit
+def _post(r, count, p, corr, POST: tl.constexpr, ACC: tl.constexpr):
+    """The POST transform of a finished reduction ``r``."""
     if POST == 1:
         r = tl.sqrt(r)
     elif POST == 2:
@@ -193,66 +127,219 @@ def _reduce(x_ptr, base, ok, kr, k_lo, K, count, sk, p, corr,
         r = (r / tl.maximum(count - corr, 0.0)).to(ACC)
         if POST == 5:
             r = tl.sqrt(r)
-    if OP == 4 or OP == 5:
-        ri = idx
-    else:
-        ri = r
-    return r, ri
+    return r
 
 
 @triton.jit
-def _row_kernel(x_ptr, out_ptr, idx_ptr, M, K, I, so, sk, si, k_chunk, count, p: tl.float64, corr: tl.float64,
+def _reduce(x_ptr, base, ok, kr, k_lo, K, count, sk, p, corr,
+            OP: tl.constexpr, PRE: tl.constexpr, POST: tl.constexpr, SRC: tl.constexpr, ACC: tl.constexpr,
+            IDENT: tl.constexpr, AXIS: tl.constexpr, S0: tl.constexpr, S1: tl.constexpr,
+            BLOCK_K: tl.constexpr, INT64: tl.constexpr, EVEN: tl.constexpr):
+    """Reduce the elements ``k_lo <= k < K`` at ``base + k * sk`` of each kept position along ``AXIS``.
+
+    ``count`` is what mean and variance divide by (the whole reduction's size when the caller split it).
+
+    ``base``/``ok`` hold the kept positions' offsets and mask; ``kr`` the lane ids along the
+    reduced axis, shaped to broadcast against them into an ``[S0, S1]`` tile; ``INT64`` whether
+    indices need int64 (the arg ops' lanes otherwise keep int32 ones); ``EVEN`` whether no lane
+    is ever out of bounds. Returns the reduced values and (for the arg ops) their indices.
+    """
+    acc = tl.full([S0, S1], IDENT, ACC)
+    # The arg ops' lanes keep the start of the block where they last took a value; the element's
+    # index is that plus the lane id. A lane that takes none keeps k_lo.
+    if INT64:
+        at = tl.full([S0, S1], 0, tl.int64) + k_lo
+    else:
+        at = tl.full([S0, S1], 0, tl.int32) + k_lo
+    for k0 in range(k_lo, K, BLOCK_K):
+        k = kr + k0
+        m = ok & (k < K)
+        x = _element(_load(x_ptr + base + k * sk, m, EVEN), p, SRC, ACC, PRE)
+        if OP == 0 or OP == 6:
+            acc += _masked(x, m, 0, EVEN)
+        elif OP == 1:
+            acc *= _masked(x, m, 1, EVEN)
+        elif OP == 2 or OP == 7:
+            acc = tl.maximum(acc, _masked(x, m, IDENT, EVEN), propagate_nan=tl.PropagateNan.ALL)
+        elif OP == 3:
+            acc = tl.minimum(acc, _masked(x, m, IDENT, EVEN), propagate_nan=tl.PropagateNan.ALL)
+        else:
+            # One comparison and one select per element: a lane sees k increasing, so the strict
+            # comparison keeps its first max (min). NaN compares false and is left to the NaN-aware
+            # running extreme: a lane's index only matters when the result is not NaN.
+            x = _masked(x, m, IDENT, EVEN)
+            if OP == 4:
+                take = x > acc
+                acc = tl.maximum(acc, x, propagate_nan=tl.PropagateNan.ALL)
+            else:
+                take = x < acc
+                acc = tl.minimum(acc, x, propagate_nan=tl.PropagateNan.ALL)
+            at = tl.where(take, k0, at)
+    if OP == 0:
+        r = tl.sum(acc, axis=AXIS)
+    elif OP == 1:
+        r = tl.reduce(acc, AXIS, _mul_combine)
+    elif OP == 2:
+        r = tl.reduce(acc, AXIS, _max_combine)
+    elif OP == 3:
+        r = tl.reduce(acc, AXIS, _min_combine)
+    elif OP == 4 or OP == 5:
+        if OP == 4:
+            r = tl.reduce(acc, AXIS, _max_combine)
+        else:
+            r = tl.reduce(acc, AXIS, _min_combine)
+        # The first index holding the extreme: the smallest over the lanes that hold it. Lanes that
+        # took nothing hold IDENT at their first element, so an all-IDENT row answers k_lo.
+        ri = tl.min(tl.where(acc == tl.expand_dims(r, AXIS), at + kr, K), axis=AXIS)
+        if ACC.is_floating():
+            # A NaN result (rare): its index is the first NaN's, found by a second pass.
+            nan = r != r
+            if tl.max(nan.to(tl.int32), axis=0) > 0:
+                first = tl.zeros_like(at) + K
+                for k0 in range(k_lo, K, BLOCK_K):
+                    k = kr + k0
+                    m = ok & (k < K)
+                    x = _element(_load(x_ptr + base + k * sk, m, EVEN), p, SRC, ACC, PRE)
+                    first = tl.minimum(first, tl.where(m & (x != x), k, K))
+                ri = tl.where(nan, tl.min(first, axis=AXIS), ri)
+        ri = ri.to(tl.int64)
+    elif OP == 6:
+        # Variance: a second pass over the row around its mean (exact for float32 and float64).
+        mean = tl.sum(acc, axis=AXIS) / count
+        mean_b = tl.expand_dims(mean, AXIS)
+        sq = tl.full([S0, S1], 0, ACC)
+        for k0 in range(k_lo, K, BLOCK_K):
+            k = kr + k0
+            m = ok & (k < K)
+            d = _element(_load(x_ptr + base + k * sk, m, EVEN), p, SRC, ACC, PRE) - mean_b
+            sq += _masked(d * d, m, 0, EVEN)
+        r = tl.sum(sq, axis=AXIS)
+    else:
+        # logsumexp as torch computes it: an infinite max is replaced by 0 before the shift.
+        mx = tl.reduce(acc, AXIS, _max_combine)
+        mx = tl.where(tl.abs(mx) == -IDENT, 0.0, mx).to(ACC)
+        mx_b = tl.expand_dims(mx, AXIS)
+        s = tl.full([S0, S1], 0, ACC)
+        for k0 in range(k_lo, K, BLOCK_K):
+            k = kr + k0
+            m = ok & (k < K)
+            x = _element(_load(x_ptr + base + k * sk, m, EVEN), p, SRC, ACC, PRE)
+            s += _masked(tl.exp(x - mx_b), m, 0, EVEN)
+        r = tl.log(tl.sum(s, axis=AXIS)) + mx
+    r = _post(r, count, p, corr, POST, ACC)
+    if OP == 4 or OP == 5:
+        out_i = ri
+    else:
+        out_i = r
+    return r, out_i
+
+
+@triton.jit
+def _last(part_ptr, pidx_ptr, cnt_ptr, tile, off, v, ix, ok, splits, ARG: tl.constexpr):
+    """Store this program's partial of its tile; whether it is the last of the tile's ``splits``
+    programs to do so (it then resets the tile's counter for the next launch)."""
+    tl.store(part_ptr + off, v, mask=ok)
+    if ARG:
+        tl.store(pidx_ptr + off, ix, mask=ok)
+    # Every thread's partial is stored before the ticket, whose release publishes them; its
+    # acquire makes the other programs' partials visible to the last one.
+    tl.debug_barrier()
+    ticket = tl.atomic_add(cnt_ptr + tile, 1, sem="acq_rel")
+    last = ticket == splits - 1
+    if last:
+        tl.store(cnt_ptr + tile, 0)
+    return last
+
+
+@triton.jit
+def _store(out_ptr, idx_ptr, off, v, ix, ok, STORE: tl.constexpr):
+    # STORE: 1 values, 2 indices, 3 both.
+    if STORE % 2 == 1:
+        tl.store(out_ptr + off, cast_to(v, out_ptr.dtype.element_ty), mask=ok)
+    if STORE >= 2:
+        tl.store(idx_ptr + off, ix, mask=ok)
+
+
+@triton.jit
+def _row_kernel(x_ptr, out_ptr, idx_ptr, part_ptr, pidx_ptr, cnt_ptr, M, K, I, so, sk, si, k_chunk, count,
+                p: tl.float64, corr: tl.float64,
                 OP: tl.constexpr, PRE: tl.constexpr, POST: tl.constexpr, SRC: tl.constexpr,
-                ACC: tl.constexpr, IDENT: tl.constexpr, STORE: tl.constexpr, BLOCK_M: tl.constexpr,
-                BLOCK_K: tl.constexpr, INT64: tl.constexpr):
-    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+                ACC: tl.constexpr, IDENT: tl.constexpr, STORE: tl.constexpr, SPLIT: tl.constexpr,
+                BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_S: tl.constexpr, INT64: tl.constexpr,
+                EVEN: tl.constexpr):
+    tile = tl.program_id(0)
+    rows = tile * BLOCK_M + tl.arange(0, BLOCK_M)
     split = tl.program_id(1)
     kr = tl.arange(0, BLOCK_K)
+    sr = tl.arange(0, BLOCK_S)
     if INT64:
         rows = rows.to(tl.int64)
         split = split.to(tl.int64)
         kr = kr.to(tl.int64)
+        sr = sr.to(tl.int64)
     ok = rows < M
     base = (rows // I) * so + (rows % I) * si
-    # Program (r, s) reduces [s * k_chunk, (s + 1) * k_chunk) of its rows: one partial per split.
+    # Program (r, s) reduces [s * k_chunk, (s + 1) * k_chunk) of its rows.
     k_lo = split * k_chunk
     v, ix = _reduce(x_ptr, base[:, None], ok[:, None], kr[None, :], k_lo, tl.minimum(k_lo + k_chunk, K), count,
-                    sk, p, corr, OP, PRE, POST, SRC, ACC,
-                    IDENT, 1, BLOCK_M, BLOCK_K, BLOCK_K, INT64)
-    # STORE: 1 values, 2 indices, 3 both.
-    out = split * M + rows
-    if STORE % 2 == 1:
-        tl.store(out_ptr + out, cast_to(v, out_ptr.dtype.element_ty), mask=ok)
-    if STORE >= 2:
-        tl.store(idx_ptr + out, ix, mask=ok)
+                    sk, p, corr, OP, PRE, 0 if SPLIT else POST, SRC, ACC,
+                    IDENT, 1, BLOCK_M, BLOCK_K, BLOCK_K, INT64, EVEN)
+    if SPLIT:
+        # Partials are laid out (split, row); the last program reduces its rows' in a fixed order.
+        splits = tl.num_programs(1)
+        if _last(part_ptr, pidx_ptr, cnt_ptr, tile, split * M + rows, v, ix, ok, splits, OP == 4 or OP == 5):
+            fv, fs = _reduce(part_ptr, rows[:, None], ok[:, None], sr[None, :], 0, splits, count, M, p, corr,
+                             OP, 0, POST, ACC, ACC, IDENT, 1, BLOCK_M, BLOCK_S, BLOCK_S, INT64, False)
+            if OP == 4 or OP == 5:
+                # The first split holding the extreme holds its first index.
+                fs = tl.load(pidx_ptr + fs * M + rows, mask=ok)
+            _store(out_ptr, idx_ptr, rows, fv, fs, ok, STORE)
+    else:
+        _store(out_ptr, idx_ptr, rows, v, ix, ok, STORE)
 
 
 @triton.jit
-def _col_kernel(x_ptr, out_ptr, idx_ptr, K, I, so, sk, si, k_chunk, count, p: tl.float64, corr: tl.float64,
+def _col_kernel(x_ptr, out_ptr, idx_ptr, part_ptr, pidx_ptr, cnt_ptr, K, I, so, sk, si, k_chunk, count,
+                p: tl.float64, corr: tl.float64,
                 OP: tl.constexpr, PRE: tl.constexpr, POST: tl.constexpr, SRC: tl.constexpr,
-                ACC: tl.constexpr, IDENT: tl.constexpr, STORE: tl.constexpr, BLOCK_K: tl.constexpr,
-                BLOCK_I: tl.constexpr, INT64: tl.constexpr):
+                ACC: tl.constexpr, IDENT: tl.constexpr, STORE: tl.constexpr, SPLIT: tl.constexpr,
+                BLOCK_K: tl.constexpr, BLOCK_I: tl.constexpr, BLOCK_S: tl.constexpr, INT64: tl.constexpr,
+                EVEN: tl.constexpr):
     o = tl.program_id(0)
-    cols = tl.program_id(1) * BLOCK_I + tl.arange(0, BLOCK_I)
+    c = tl.program_id(1)
+    cols = c * BLOCK_I + tl.arange(0, BLOCK_I)
     split = tl.program_id(2)
     kr = tl.arange(0, BLOCK_K)
+    sr = tl.arange(0, BLOCK_S)
+    outer = tl.num_programs(0)
     if INT64:
         o = o.to(tl.int64)
+        outer = outer.to(tl.int64)
         cols = cols.to(tl.int64)
         split = split.to(tl.int64)
         kr = kr.to(tl.int64)
+        sr = sr.to(tl.int64)
     ok = cols < I
     base = o * so + cols * si
-    # Program (o, c, s) reduces rows [s * k_chunk, (s + 1) * k_chunk): one partial result per split.
+    # Program (o, c, s) reduces rows [s * k_chunk, (s + 1) * k_chunk).
     k_lo = split * k_chunk
     v, ix = _reduce(x_ptr, base[None, :], ok[None, :], kr[:, None], k_lo, tl.minimum(k_lo + k_chunk, K), count,
-                    sk, p, corr, OP, PRE, POST, SRC, ACC,
-                    IDENT, 0, BLOCK_K, BLOCK_I, BLOCK_K, INT64)
-    out = (split * tl.num_programs(0) + o) * I + cols
-    if STORE % 2 == 1:
-        tl.store(out_ptr + out, cast_to(v, out_ptr.dtype.element_ty), mask=ok)
-    if STORE >= 2:
-        tl.store(idx_ptr + out, ix, mask=ok)
+                    sk, p, corr, OP, PRE, 0 if SPLIT else POST, SRC, ACC,
+                    IDENT, 0, BLOCK_K, BLOCK_I, BLOCK_K, INT64, EVEN)
+    out = o * I + cols
+    if SPLIT:
+        # Partials are laid out (split, outer, column), one tile per (o, c).
+        splits = tl.num_programs(2)
+        kept = outer * I
+        tile = o * tl.num_programs(1) + c
+        if _last(part_ptr, pidx_ptr, cnt_ptr, tile, split * kept + out, v, ix, ok, splits, OP == 4 or OP == 5):
+            fv, fs = _reduce(part_ptr, out[None, :], ok[None, :], sr[:, None], 0, splits, count, kept, p, corr,
+                             OP, 0, POST, ACC, ACC, IDENT, 0, BLOCK_S, BLOCK_I, BLOCK_S, INT64, False)
+            if OP == 4 or OP == 5:
+                fs = tl.load(pidx_ptr + fs * kept + out, mask=ok)
+            _store(out_ptr, idx_ptr, out, fv, fs, ok, STORE)
+    else:
+        _store(out_ptr, idx_ptr, out, v, ix, ok, STORE)
 
 
 @dataclass(frozen=True)
@@ -349,19 +436,20 @@ def reduce(x: NBXTensor, dims: tuple[int, ...], keepdim: bool, op: int, out_dtyp
     if st.run is None:
         return tuple(outs) if store == 3 else outs[0]
     src_x = x if st.order is None else C.contiguous(V.permute(x, st.order))
-    target = empty_tensor(st.partials, st.acc, device) if st.partials else values
-    st.run(src_x, target, indices)
     if st.partials:
-        done = reduce(target, (0,), False, op, out_dtype, src=st.acc, acc=st.acc, post=post, p=p, corr=corr,
-                      ident=st.ident, count=st.K)
-        return V.view(done, st.shape)
+        part = empty_tensor(st.partials, st.acc, device)
+        pidx = empty_tensor(st.partials, D.int64, device) if op in (ARGMAX, ARGMIN) else part
+        st.run(src_x, values, indices, part, pidx, _tickets(device, st.tiles))
+    else:
+        st.run(src_x, values, indices, values, values, values)
     return tuple(outs) if store == 3 else outs[0]
 
 
 class _Steps:
     """What a reduction derives from its input's geometry and its parameters (kept per key):
-    the result's shape, the copy ``plan`` needs if any, the partials' shape when K is split, and
-    the prepared launch (its varying arguments: the input, the target, the indices)."""
+    the result's shape, the copy ``plan`` needs if any, the partials' shape and the output tiles
+    when K is split, and the prepared launch (its varying arguments: the input, the values, the
+    indices, the partial values, the partial indices, the ticket counters)."""
 
     def __init__(self, x: NBXTensor, dims: tuple[int, ...], keepdim: bool, op: int, out_dtype: D.DType,
                  src: D.DType | None, acc: D.DType | None, pre: int, post: int, p: float, corr: float,
@@ -375,45 +463,50 @@ class _Steps:
             self.shape = tuple(x.shape[d] for d in kept)
         self.run: Any = None
         self.partials: tuple[int, int] | None = None
+        self.tiles = 0
         self.order: tuple[int, ...] | None = None
-        self.K = 0
-        self.ident = ident
         if math.prod(self.shape) == 0:
             return
         pl = plan(x, dims)
-        self.order, self.K = pl.order, pl.K
-        self.ident = ident = identity(op, acc) if ident is None else ident
+        self.order = pl.order
+        ident = identity(op, acc) if ident is None else ident
         count = pl.K if count is None else count
         use_col = pl.I > 1 and abs(pl.si) <= abs(pl.sk)
         if use_col:
-            bi, bk, warps = col_tiles(pl.I, pl.K, op in (SUM, PROD, MAX, MIN))
+            bi, bk, warps = col_tiles(pl.I, pl.K, op not in (VAR, LSE))
             programs = pl.O * cdiv(pl.I, bi)
+            even = pl.I % bi == 0
         else:
             rows = pl.O * pl.I
             bm, bk, warps = row_tiles(rows, pl.K)
             programs = cdiv(rows, bm)
+            even = rows % bm == 0
         splits = _splits(op, programs, pl.K, bk)
         chunk = cdiv(cdiv(pl.K, splits), bk) * bk
         splits = cdiv(pl.K, chunk) if pl.K else 1
         if splits > 1:
-            # Too few programs for the machine: each reduces a slice of K into a partial (without
-            # POST), and a second reduction over the partials finishes (and applies POST).
+            # Too few programs for the machine: each reduces a slice of K into a partial, and the
+            # last of a tile's programs to finish reduces the tile's partials (and applies POST).
             self.partials = (splits, pl.O * pl.I)
-            step_post, step_store = Q_NONE, 1
+            self.tiles = programs
             reach = _Reach(self.partials)
         else:
-            step_post, step_store = post, store
             reach = _Reach(self.shape)
-        meta = dict(OP=op, PRE=pre, POST=step_post, SRC=tl_dtype(src), ACC=tl_dtype(acc), IDENT=ident,
-                    STORE=step_store, INT64=needs_int64(splits * pl.O * pl.K * pl.I, pl.x, reach))
+        # The final reduction of the partials uses a tile no larger than the main one.
+        bs = min(next_pow2(splits), bk) if splits > 1 else 1
+        meta = dict(OP=op, PRE=pre, POST=post, SRC=tl_dtype(src), ACC=tl_dtype(acc), IDENT=ident, STORE=store,
+                    SPLIT=splits > 1, BLOCK_S=bs,
+                    INT64=needs_int64(splits * pl.O * pl.K * pl.I + bk, pl.x, reach),
+                    EVEN=even and pl.K % bk == 0)
         if use_col:
             self.run = prepare(_col_kernel, (pl.O, cdiv(pl.I, bi), splits),
-                               (None, None, None, pl.K, pl.I, pl.so, pl.sk, pl.si, chunk, count, float(p),
-                                float(corr)), (0, 1, 2), BLOCK_K=bk, BLOCK_I=bi, num_warps=warps, **meta)
+                               (None,) * 6 + (pl.K, pl.I, pl.so, pl.sk, pl.si, chunk, count, float(p), float(corr)),
+                               range(6), BLOCK_K=bk, BLOCK_I=bi, num_warps=warps, **meta)
         else:
             self.run = prepare(_row_kernel, (programs, splits),
-                               (None, None, None, rows, pl.K, pl.I, pl.so, pl.sk, pl.si, chunk, count, float(p),
-                                float(corr)), (0, 1, 2), BLOCK_M=bm, BLOCK_K=bk, num_warps=warps, **meta)
+                               (None,) * 6 + (rows, pl.K, pl.I, pl.so, pl.sk, pl.si, chunk, count, float(p),
+                                              float(corr)),
+                               range(6), BLOCK_M=bm, BLOCK_K=bk, num_warps=warps, **meta)
 
 
 class _Reach:
@@ -428,16 +521,34 @@ class _Reach:
 
 _steps: PlanCache[_Steps] = PlanCache()
 
+# Ticket counters of split launches, per device and stream (and CUDA-graph capture): every launch
+# leaves its counters at zero, so launches queued one after another on a stream share them.
+_counters: dict[tuple, NBXTensor] = {}
+
+
+def _tickets(device: Device, n: int) -> NBXTensor:
+    """At least ``n`` int32 counters at zero on ``device`` for a split launch on the current stream."""
+    key: tuple = (device,)
+    if device.type == "cuda":
+        from nbx_core.memory import cuda
+
+        key = (device, cuda.current_stream(), cuda.capture_id())
+    t = _counters.get(key)
+    if t is None or t.shape[0] < n:
+        # A replaced buffer is freed in stream order, after the launches that use it.
+        t = _counters[key] = empty_tensor((max(next_pow2(n), 1024),), D.int32, device, zero=True)
+    return t
+
 
 def _splits(op: int, programs: int, K: int, bk: int) -> int:
-    """How many slices of K to reduce apart (arg ops, variance and logsumexp never split)."""
-    if op not in (SUM, PROD, MAX, MIN):
+    """How many slices of K to reduce apart (variance and logsumexp never split)."""
+    if op in (VAR, LSE):
         return 1
     if BACKEND == "cpu":
-        return max(cdiv(K, 2 * _CPU_BLOCK), 1)
+        return max(cdiv(K, _CPU_SPLIT), 1)
     if programs >= _GPU_PROGRAMS:
         return 1
-    return max(min(cdiv(_GPU_PROGRAMS, programs), cdiv(K, 4 * bk)), 1)
+    return max(min(cdiv(_GPU_PROGRAMS, programs), cdiv(K, _SPLIT_BLOCKS * bk)), 1)
 
 
 def row_tiles(rows: int, K: int) -> tuple[int, int, int]:
@@ -446,7 +557,9 @@ def row_tiles(rows: int, K: int) -> tuple[int, int, int]:
         bk = min(next_pow2(K), _CPU_BLOCK)
         return min(next_pow2(rows), max(_CPU_BLOCK // bk, 1)), bk, 1
     if K >= 2048:
-        return 1, 2048, 8
+        # One row per program, up to 4096 elements (8 KB of bf16) loaded per iteration: the loop
+        # waits for each load, so the bytes in flight are what one iteration asks for.
+        return 1, min(next_pow2(K), 4096), 8
     # Short rows: several per program, to fill a tile of about 4096 elements.
     bk = next_pow2(K)
     bm = min(next_pow2(rows), max(4096 // bk, 1), 64)
@@ -462,6 +575,7 @@ def col_tiles(I: int, K: int, splittable: bool) -> tuple[int, int, int]:
     if not splittable:
         # K stays whole in one program: narrow tiles give the machine enough programs.
         return min(next_pow2(I), 16), min(next_pow2(K), 128), 4
-    bi = min(next_pow2(I), 64)
-    bk = min(next_pow2(K), 64)
-    return bi, bk, 8 if bi * bk >= 2048 else 4
+    # Wide rows of columns (512 bytes of bf16) per load; K is split to fill the machine.
+    bi = min(next_pow2(I), 256)
+    bk = min(next_pow2(K), max(8192 // bi, 1), 64)
+    return bi, bk, 8 if bi * bk >= 4096 else 4

@@ -1,0 +1,94 @@
+"""Reductions whose K is split over programs in one launch: the partials, the tickets, the counters.
+
+Each program of a split launch stores a partial and takes a ticket from its output tile's counter;
+the one taking the last ticket combines the tile's partials and resets the counter. Tiny tiles
+make several splits (and several blocks of partials for the last program to combine) on every
+backend: the interpreter splits K into slices of ``_CPU_SPLIT`` elements, a GPU splits launches
+with few programs.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from nbx_core.testing import check_op, make, numeric, run_op, to_torch
+
+NAN = float("nan")
+
+
+@pytest.fixture(params=["int32", "int64"])
+def split(request, monkeypatch) -> None:
+    """Tiny tiles and short slices of K; int32 or forced int64 indexing. Asserts that the test
+    reached the split path."""
+    from nbx_reduction import engine as E
+
+    E._steps._plans.clear()
+    monkeypatch.setattr(E, "row_tiles", lambda rows, K: (2, 4, 1))
+    monkeypatch.setattr(E, "col_tiles", lambda I, K, splittable: (4, 4, 1))
+    monkeypatch.setattr(E, "_CPU_SPLIT", 8)
+    if request.param == "int64":
+        monkeypatch.setattr(E, "needs_int64", lambda *args: True)
+    yield
+    assert any(st.partials for _, st in E._steps.items()), "no reduction split K"
+    E._steps._plans.clear()
+
+
+def _inputs(dtype: str) -> list[tuple[torch.Tensor, int]]:
+    """(input, dim) pairs: the column kernel (even tiles; several outer positions and ragged tiles)
+    and the row kernel (even tiles; rows of strided columns, I > 1, and ragged tiles)."""
+    low, high = (0.5, 1.5) if dtype == "float32" else (-2, 3)
+    strided = make((6, 37), dtype, low=low, high=high, seed=1).t()
+    return [(make((32, 8), dtype, low=low, high=high), 0), (make((3, 37, 5), dtype, low=low, high=high), 1),
+            (make((4, 32), dtype, low=low, high=high), 1), (strided, 0)]
+
+
+@pytest.mark.parametrize("split", ["int32"], indirect=True)
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_split_matches_torch(split: None, dtype: str) -> None:
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == "float32" else {}
+    for x, dim in _inputs(dtype):
+        check_op("aten::sum.dim_IntList", x, [dim], **tol)
+        check_op("aten::prod.dim_int", x, dim, True, **tol)
+        check_op("aten::amin", x, [dim])
+        check_op("aten::argmin", x, dim, True)
+        check_op("aten::max.dim", x, dim)
+        if dtype == "float32":
+            check_op("aten::mean.dim", x, [dim], **tol)
+            check_op("aten::linalg_vector_norm", x, 3.0, [dim], **tol)
+
+
+def test_split_arg_ties_and_nans(split: None) -> None:
+    # Ties and NaNs in different splits (slices of 8) and in one: the first index wins, NaN first.
+    x = torch.zeros((6, 37))
+    x[0, [5, 13, 30]] = 2.0
+    x[1, [30, 13]] = 2.0
+    x[2, [20, 9, 33]] = NAN
+    x[3] = -float("inf")
+    x[4, [3, 19, 35]] = NAN
+    x[4, 1] = float("inf")
+    x[5, ::2] = -0.0
+    for t, dim in ((x, 1), (x.t().contiguous(), 0)):
+        check_op("aten::argmax", t, dim)
+        check_op("aten::argmin", t, dim)
+        check_op("aten::max.dim", t, dim)
+        check_op("aten::min.dim", t, dim)
+
+
+@pytest.mark.parametrize("split", ["int32"], indirect=True)
+def test_split_counters_reset(split: None) -> None:
+    """Each launch leaves its tile counters at zero: a second launch of the same plan on other
+    values is right (with a counter left behind, its last program would never combine)."""
+    from nbx_reduction import engine as E
+
+    for x, dim in _inputs("float32")[:3]:
+        for seed in (5, 6):
+            y = make(tuple(x.shape), "float32", seed=seed)
+            first = check_op("aten::sum.dim_IntList", y, [dim], rtol=1e-5, atol=1e-5)
+            check_op("aten::argmax", y, dim)
+            again = run_op("aten::sum.dim_IntList", y, [dim])
+            if numeric():
+                # The partials are combined in a fixed order, whichever program finishes last.
+                assert torch.equal(to_torch(first), to_torch(again))
+    if numeric():
+        assert E._counters and all(not to_torch(c).any() for c in E._counters.values())
