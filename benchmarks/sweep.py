@@ -3,10 +3,10 @@
     python -m benchmarks.sweep --out DIR [--only norm,reduction,pointwise,attention,...]
 
 Each candidate replaces a tile choice for the run, then is timed against torch like any benchmark:
-norm, rows per program and warps; pointwise, bytes
-per thread, warps and the loads' eviction hint; attention, the flash kernel's (BLOCK_M, BLOCK_N, warps, stages) and, for
-decoding, the program count below which keys are split. Any other name runs ``sweep(h)`` of the
-family's benchmark module (``benchmarks/bench_<name>.py``), where a family keeps its own candidates.
+norm, rows per program and warps; pointwise, bytes per thread and warps; attention, the flash
+kernel's (BLOCK_M, BLOCK_N, warps, stages) and, for decoding, the program count below which keys
+are split. Any other name runs ``sweep(h)`` of the family's benchmark module
+(``benchmarks/bench_<name>.py``), where a family keeps its own candidates.
 Results go to ``DIR/sweep.json``; the winners are what the plugins' defaults are set from.
 """
 
@@ -63,24 +63,23 @@ def sweep_pointwise(h) -> None:
 
     reg = get_registry()
     add, gelu, sigmoid = (reg.lookup(f"aten::{n}") for n in ("add", "gelu", "sigmoid"))
-    base = P.GPU_THREAD_BYTES, P.GPU_WARPS, P.GPU_EVICT
+    base = P.GPU_THREAD_BYTES, P.GPU_WARPS
     n = 1 << 28
     for dtype in ("bfloat16", "float32"):
         a, b = h.randn((n,), dtype), h.randn((n,), dtype)
         A, B = h.nbx(a), h.nbx(b)
         size = a.element_size()
-        for nbytes, warps, evict in [(32, 4, ""), (32, 4, "evict_first"), (64, 4, ""), (32, 8, ""),
-                                     (64, 8, "evict_first")]:
-            P.GPU_THREAD_BYTES, P.GPU_WARPS, P.GPU_EVICT = nbytes, warps, evict
+        for nbytes, warps in [(16, 4), (32, 4), (64, 4), (16, 8), (32, 8)]:
+            P.GPU_THREAD_BYTES, P.GPU_WARPS = nbytes, warps
             P._plans._plans.clear()
-            tag = f"thread_bytes={nbytes} warps={warps} evict={evict or 'normal'}"
+            tag = f"thread_bytes={nbytes} warps={warps}"
             h.compare(f"add {tag}", nbx=lambda: add(A, B), torch=lambda: torch.add(a, b),  # noqa: B023
                       shape=(n,), dtype=dtype, bytes=3 * n * size)
             h.compare(f"gelu {tag}", nbx=lambda: gelu(A), torch=lambda: F.gelu(a),  # noqa: B023
                       shape=(n,), dtype=dtype, bytes=2 * n * size)
             h.compare(f"sigmoid {tag}", nbx=lambda: sigmoid(A), torch=lambda: torch.sigmoid(a),  # noqa: B023
                       shape=(n,), dtype=dtype, bytes=2 * n * size)
-    P.GPU_THREAD_BYTES, P.GPU_WARPS, P.GPU_EVICT = base
+    P.GPU_THREAD_BYTES, P.GPU_WARPS = base
     P._plans._plans.clear()
 
 

@@ -53,15 +53,14 @@ def tl_dtype(dtype: D.DType) -> Any:
 
 @triton.jit
 def _operand(ptr, fval, ival, idx, mask, shape, strides, KIND: tl.constexpr, NDIM: tl.constexpr,
-             CONTIG: tl.constexpr, COMPUTE: tl.constexpr, BLOCK: tl.constexpr, EVEN: tl.constexpr,
-             EVICT: tl.constexpr):
+             CONTIG: tl.constexpr, COMPUTE: tl.constexpr, BLOCK: tl.constexpr, EVEN: tl.constexpr):
     # KIND 1: a tensor; 2: a float scalar; 3: an integer or bool scalar.
     if KIND == 1:
         # EVEN: every program's block lies inside the tensor, so no lane is masked.
         if EVEN:
-            v = tl.load(ptr + offsets(idx, shape, strides, NDIM, CONTIG), eviction_policy=EVICT)
+            v = tl.load(ptr + offsets(idx, shape, strides, NDIM, CONTIG))
         else:
-            v = tl.load(ptr + offsets(idx, shape, strides, NDIM, CONTIG), mask=mask, eviction_policy=EVICT)
+            v = tl.load(ptr + offsets(idx, shape, strides, NDIM, CONTIG), mask=mask)
         v = cast_to(v, COMPUTE)
     elif KIND == 2:
         v = cast_to(tl.full([BLOCK], fval, tl.float64), COMPUTE)
@@ -80,22 +79,21 @@ def _pointwise_kernel(
     sc,
     FN: tl.constexpr, ARITY: tl.constexpr, KINDS: tl.constexpr, COMPUTE: tl.constexpr,
     NDIM: tl.constexpr, CONTIG: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr, EVEN: tl.constexpr,
-    EVICT: tl.constexpr,
 ):
     idx, mask = block_indices(n, BLOCK, INT64)
-    x0 = _operand(p0, f0, i0, idx, mask, shape, s0, KINDS[0], NDIM, CONTIG, COMPUTE, BLOCK, EVEN, EVICT)
+    x0 = _operand(p0, f0, i0, idx, mask, shape, s0, KINDS[0], NDIM, CONTIG, COMPUTE, BLOCK, EVEN)
     if ARITY == 1:
         y = FN(x0, sc)
     else:
-        x1 = _operand(p1, f1, i1, idx, mask, shape, s1, KINDS[1], NDIM, CONTIG, COMPUTE, BLOCK, EVEN, EVICT)
+        x1 = _operand(p1, f1, i1, idx, mask, shape, s1, KINDS[1], NDIM, CONTIG, COMPUTE, BLOCK, EVEN)
         if ARITY == 2:
             y = FN(x0, x1, sc)
         else:
-            x2 = _operand(p2, f2, i2, idx, mask, shape, s2, KINDS[2], NDIM, CONTIG, COMPUTE, BLOCK, EVEN, EVICT)
+            x2 = _operand(p2, f2, i2, idx, mask, shape, s2, KINDS[2], NDIM, CONTIG, COMPUTE, BLOCK, EVEN)
             if ARITY == 3:
                 y = FN(x0, x1, x2, sc)
             else:
-                x3 = _operand(p3, f3, i3, idx, mask, shape, s3, KINDS[3], NDIM, CONTIG, COMPUTE, BLOCK, EVEN, EVICT)
+                x3 = _operand(p3, f3, i3, idx, mask, shape, s3, KINDS[3], NDIM, CONTIG, COMPUTE, BLOCK, EVEN)
                 y = FN(x0, x1, x2, x3, sc)
     y = cast_to(y, out_ptr.dtype.element_ty)
     if EVEN:
@@ -139,8 +137,6 @@ GPU_THREAD_BYTES = 32
 """On a GPU a program is GPU_WARPS warps, each thread moving GPU_THREAD_BYTES of the widest operand
 (16 bfloat16 or 8 float32: two 16-byte loads). Chosen on the H200 with ``benchmarks/sweep.py``
 over 2^28 elements: gelu and sigmoid 1-8% faster than 2048-element blocks of 8 warps, add the same."""
-GPU_EVICT = ""
-"""Cache eviction hint of the operand loads ("" or "evict_first": each element is read once)."""
 
 
 def pointwise(
@@ -252,8 +248,7 @@ def _make_plan(op: str, fn: Any, operands: tuple, dtype: D.DType | None, compute
         _pointwise_kernel, (cdiv(n, block),), args, varying, FN=fn,
         ARITY=len(operands), KINDS=tuple(kinds), COMPUTE=tl_dtype(comp), NDIM=len(cshape),
         CONTIG=all(st == (1,) for st in cstrides), BLOCK=block, INT64=needs_int64(n, *reach),
-        EVEN=n % block == 0, EVICT=GPU_EVICT if BACKEND != "cpu" else "",
-        num_warps=GPU_WARPS if BACKEND != "cpu" else 1,
+        EVEN=n % block == 0, num_warps=GPU_WARPS if BACKEND != "cpu" else 1,
     )
     return _Plan(shape, result, device, n, sources, run)
 
