@@ -239,17 +239,25 @@ def _config(m: int, kg: int, groups: int, cg: int, taps: int, flat: bool) -> tup
     bk = min(64, max(16, next_pow2(depth)))
     if BACKEND == "cpu":
         return min(128, max(16, next_pow2(m))), bn, bk, 1, 1, 8, 1
-    # Big tiles: every input row is read once per column tile and every weight once per row tile,
-    # and that traffic, not the tensor cores, bounds these layers. 64 rows (one warpgroup's MMA) at most
-    # for tiny batches.
+    # Tiles from the H200 sweep of the ResNet-50 layers (benchmarks/results/sweeps/h200-conv.json):
+    # long flat reductions (the stem) and 3x3 layers of 128 channels take 256-row tiles; 64 output
+    # channels take BLOCK_K 32; deep 7x7 maps take 256 output channels a tile and split the reduction.
     bm = 128 if m > 64 else 64
+    if flat and m >= 65536:
+        bm, bk = 256, 32
+    elif not flat and taps > 1 and kg == 128 and m >= 16384:
+        bm = 256
+    elif not flat and kg <= 64:
+        bk = min(bk, 32)
+    if cdiv(m, bm) * groups < _SMS // 4 and kg >= 256:
+        bn = 256
     tiles = cdiv(m, bm) * cdiv(kg, bn) * groups
     steps = cdiv(depth, bk) * (1 if flat else taps)
     # Too few tiles for the SMs (7x7 maps): split the reduction, each part keeping 8+ steps to pipeline.
-    parts = max(1, min(cdiv(_SMS, tiles), steps // 8))
+    parts = max(1, min(cdiv(_SMS, tiles), steps // 8, 4)) if tiles < _SMS // 2 else 1
     warps = 8 if bm * bn >= 128 * 128 or flat else 4
     # At most ~96 KB of stages, so two programs share an SM and one's epilogue hides behind the other.
-    stages = 4 if (bm + bn) * bk * 2 * 4 <= 96 * 1024 else 3
+    stages = 4 if (bm + bn) * bk * 2 * 4 <= 96 * 1024 and max(bm, bn) < 256 else 3
     return bm, bn, bk, warps, stages, 8, parts
 
 
