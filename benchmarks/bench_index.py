@@ -2,7 +2,8 @@
 8192 tokens, bf16) and sort / topk(k=50) over the last dim of 4096 x 32000 float32 logits.
 
 Targets (issue 10): the gathers at least 1.0x torch, sort and topk at least 0.7x. Every NBX call
-includes its out-of-range check (a flag read back to the host after the kernel).
+checks its indices on the device; the flag is read at the next host wait (nbx_core.checks), as
+torch's device asserts are.
 """
 
 from __future__ import annotations
@@ -42,3 +43,40 @@ def run(h) -> None:
     h.compare("topk k=50", nbx=[lambda x=x: topk(x, 50, -1) for x in XS],
               torch=[lambda x=x: torch.topk(x, 50, -1) for x in xs],
               shape=(rows, n), dtype="float32", bytes=rows * n * 4 + rows * 50 * 12)
+
+
+def sweep(h) -> None:
+    """topk(k=50) and sort over the last dim of 4096x32000 float32: topk's in-register select at 8,
+    16 and 32 warps against the chunk path it replaces; sort's (chunk, chunk warps, merge block,
+    merge warps); then topk(k=50) of bfloat16 rows, whose k-th value is often tied."""
+    from nbx_index import sort as S
+    from nbx_index import topk as T
+
+    base = T.WARPS, T.ROW_MAX, S.CHUNK, S.CHUNK_WARPS, S.MERGE_BLOCK, S.MERGE_WARPS
+    rows, n = 4096, 32000
+    try:
+        xs = [h.randn((rows, n), "float32") for _ in range(2)]
+        XS = [h.nbx(x) for x in xs]
+        for warps, row_max in [(8, 32768), (16, 32768), (32, 32768), (16, 0)]:
+            T.WARPS, T.ROW_MAX = warps, row_max
+            h.compare(f"topk k=50 {f'select warps={warps}' if row_max else 'chunk path'}",
+                      nbx=[lambda x=x: S.topk(x, 50, -1) for x in XS],
+                      torch=[lambda x=x: torch.topk(x, 50, -1) for x in xs],
+                      shape=(rows, n), dtype="float32", bytes=rows * n * 4 + rows * 50 * 12)
+        T.WARPS, T.ROW_MAX = base[:2]
+        # (chunk, its warps, merge block, merge warps): log2(32768 / chunk) merge passes.
+        for cfg in [(2048, 8, 2048, 4), (2048, 8, 1024, 4), (1024, 4, 2048, 4), (4096, 16, 2048, 4),
+                    (4096, 8, 2048, 4), (4096, 16, 1024, 4), (8192, 32, 2048, 4), (4096, 16, 4096, 8)]:
+            S.CHUNK, S.CHUNK_WARPS, S.MERGE_BLOCK, S.MERGE_WARPS = cfg
+            h.compare("sort chunk={} warps={} merge_block={} merge_warps={}".format(*cfg),
+                      nbx=[lambda x=x: S.sort(x, -1) for x in XS], torch=[lambda x=x: torch.sort(x, -1) for x in xs],
+                      shape=(rows, n), dtype="float32", bytes=rows * n * (4 + 4 + 8))
+        S.CHUNK, S.CHUNK_WARPS, S.MERGE_BLOCK, S.MERGE_WARPS = base[2:]
+        del xs, XS
+        xs = [h.randn((rows, n), "bfloat16") for _ in range(2)]
+        XS = [h.nbx(x) for x in xs]
+        h.compare(f"topk k=50 select warps={T.WARPS}", nbx=[lambda x=x: S.topk(x, 50, -1) for x in XS],
+                  torch=[lambda x=x: torch.topk(x, 50, -1) for x in xs],
+                  shape=(rows, n), dtype="bfloat16", bytes=rows * n * 2 + rows * 50 * 10)
+    finally:
+        T.WARPS, T.ROW_MAX, S.CHUNK, S.CHUNK_WARPS, S.MERGE_BLOCK, S.MERGE_WARPS = base

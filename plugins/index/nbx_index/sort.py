@@ -7,22 +7,28 @@ them ascending is a stable sort, and the position comes back out of the low bits
 
 - The chunk kernel sorts ``CHUNK`` keys of a row in registers (``tl.sort``) and keeps the first
   ``KEEP`` of them (all for sort, the top ``k`` rounded up to a power of two for topk).
-- sort: rows longer than a chunk are merged in passes of doubling run length; each key finds its
-  place by a binary search in the partner run.
-- topk: the kept candidates of all chunks are chunk-sorted again until one chunk holds them all.
+- sort: rows longer than a chunk are merged in passes of doubling run length. A merge program
+  writes a block of consecutive outputs of one pair of runs: a binary search finds where the
+  block starts and ends in each run (merge path), and a bitonic merge in registers orders it.
+- topk: rows that fit in registers take ``nbx_index.topk`` (a threshold select); longer rows keep
+  the first ``k`` of each chunk and chunk-sort the candidates again until one chunk holds them all.
 
-Values and indices are then gathered from the input by position. 64-bit dtypes (int64, float64)
-do not fit a packed key: they use a rank kernel (each element counts the elements before it in
-the order), O(n^2) per row, meant for the short rows they appear in.
+Values and indices are then gathered from the input by position (by the last merge pass, when
+there is one). 64-bit dtypes (int64, float64) do not fit a packed key: they use a rank kernel
+(each element counts the elements before it in the order), O(n^2) per row, meant for the short
+rows they appear in.
 """
 
+# nbx_core.launch picks the backend, which must happen before Triton is first imported.
+from nbx_core.launch import BACKEND, cdiv, launch, next_pow2
+
+# isort: split
 import triton
 import triton.language as tl
 
 from nbx_core import dtypes as D
 from nbx_core.errors import IndexOutOfRangeError, NbxTypeError, NbxValueError
 from nbx_core.kernels.copy import copy_into
-from nbx_core.launch import BACKEND, cdiv, launch, next_pow2
 from nbx_core.ops import views as V
 from nbx_core.shape import wrap_dim
 from nbx_core.tensor import NBXTensor, empty_tensor
@@ -35,13 +41,20 @@ _LOW = tl.constexpr(0xFFFFFFFF)
 
 @triton.jit
 def _key32(x, DESC: tl.constexpr):
-    """Values as int32 whose signed order is torch's sort order (NaN largest, -0.0 == 0.0)."""
+    """Values as int32 whose signed order is torch's sort order (NaN largest, -0.0 == 0.0): the
+    magnitude bits, negated for negative values. Half types keep their own 16 bits, so that their
+    keys span 2**16 values (topk bisects over them). Bit tests only: no float compare to trust."""
     if x.dtype.is_floating():
-        f = x.to(tl.float32)
-        f = tl.where(f == 0.0, 0.0, f)
-        bits = f.to(tl.int32, bitcast=True)
-        bits = tl.where(f != f, 0x7FC00000, bits)
-        k = tl.where(bits < 0, bits ^ 0x7FFFFFFF, bits)
+        if x.dtype.primitive_bitwidth == 16:
+            bits = x.to(tl.int16, bitcast=True).to(tl.int32)
+            mag: tl.constexpr = 0x7FFF
+            inf: tl.constexpr = 0x7C00 if x.dtype.is_fp16() else 0x7F80
+        else:
+            bits = x.to(tl.float32).to(tl.int32, bitcast=True)
+            mag: tl.constexpr = 0x7FFFFFFF
+            inf: tl.constexpr = 0x7F800000
+        a = bits & mag
+        k = tl.where(a > inf, mag, tl.where(bits < 0, -a, a))
     else:
         k = x.to(tl.int32)
     if DESC:
@@ -73,26 +86,60 @@ def _chunk_kernel(out_ptr, src_ptr, n, nchunks, nv, src_row, out_row, src_step,
 
 
 @triton.jit
-def _merge_kernel(dst_ptr, src_ptr, n_pad, run, steps, BLOCK: tl.constexpr):
+def _merge_kernel(dst_ptr, src_ptr, val_ptr, x_ptr, n_pad, run, steps, k, x_row, x_step,
+                  UNPACK: tl.constexpr, BLOCK: tl.constexpr, LOG: tl.constexpr):
+    # A program writes BLOCK consecutive outputs of one merged pair of runs A, B (BLOCK divides
+    # 2 * run). Where its outputs start and end in A (the co-ranks of its two diagonals) is found
+    # by binary search; the BLOCK inputs are then loaded as A's part ascending, padding, B's part
+    # reversed: a bitonic sequence, which LOG compare-exchange stages sort. A goes first on ties.
+    # int64 offsets: besides their range, the interpreter checks no int64 arithmetic for overflow.
     row = tl.program_id(0).to(tl.int64)
-    p = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-    m = p < n_pad
-    key = tl.load(src_ptr + row * n_pad + p, mask=m, other=_PAD)
-    r = p // run
-    i = p % run
-    start = (r ^ 1) * run
-    length = tl.minimum(tl.maximum(n_pad - start, 0), run)
-    lo = tl.zeros([BLOCK], tl.int32)
-    hi = length
+    o0 = tl.program_id(1).to(tl.int64) * BLOCK
+    s = o0 // (2 * run) * (2 * run)
+    la = tl.minimum(n_pad - s, run)
+    lb = tl.minimum(tl.maximum(n_pad - s - run, 0), run)
+    base = src_ptr + row * n_pad + s
+    d0 = o0 - s
+    d1 = tl.minimum(d0 + BLOCK, la + lb)
+    lo0, hi0 = tl.maximum(d0 - lb, 0), tl.minimum(d0, la)
+    lo1, hi1 = tl.maximum(d1 - lb, 0), tl.minimum(d1, la)
     for _ in range(steps):
-        go = lo < hi
-        mid = (lo + hi) // 2
-        b = tl.load(src_ptr + row * n_pad + start + mid, mask=m & go, other=_PAD)
-        right = go & (b < key)
-        lo = tl.where(right, mid + 1, lo)
-        hi = tl.where(go & ~right, mid, hi)
-    dest = (r // 2) * (2 * run) + i + lo
-    tl.store(dst_ptr + row * n_pad + dest, key, mask=m)
+        go0 = lo0 < hi0
+        go1 = lo1 < hi1
+        mid0 = (lo0 + hi0) // 2
+        mid1 = (lo1 + hi1) // 2
+        a0 = tl.load(base + mid0, mask=go0, other=0)
+        b0 = tl.load(base + run + d0 - 1 - mid0, mask=go0, other=0)
+        a1 = tl.load(base + mid1, mask=go1, other=0)
+        b1 = tl.load(base + run + d1 - 1 - mid1, mask=go1, other=0)
+        right0 = go0 & (a0 <= b0)
+        right1 = go1 & (a1 <= b1)
+        lo0, hi0 = tl.where(right0, mid0 + 1, lo0), tl.where(go0 & ~right0, mid0, hi0)
+        lo1, hi1 = tl.where(right1, mid1 + 1, lo1), tl.where(go1 & ~right1, mid1, hi1)
+    na = lo1 - lo0
+    nb = d1 - lo1 - (d0 - lo0)
+    t = tl.arange(0, BLOCK)
+    in_a = t < na
+    in_b = t >= BLOCK - nb
+    off = tl.where(in_a, lo0 + t, run + d0 - lo0 + (BLOCK - 1 - t))
+    key = tl.load(base + off, mask=in_a | in_b, other=_PAD)
+    # Bitonic merge: stage i compare-exchanges elements 2**(LOG-1-i) apart, smaller one first. An
+    # element's partner is the xor of the pair with itself: one reduction of two per stage. (A
+    # nested jit function would cost the interpreter a re-patch per call.)
+    right = tl.arange(0, 2)[None, :, None] == 1
+    for i in tl.static_range(LOG):
+        y = tl.reshape(key, [2**i, 2, 2 ** (LOG - 1 - i)])
+        other = y ^ tl.xor_sum(y, 1)[:, None, :]
+        key = tl.reshape(tl.where((y > other) != right, other, y), [BLOCK])
+    dest = o0 + t
+    m = t < d1 - d0
+    if UNPACK:
+        m = m & (dest < k)
+        pos = key & _LOW
+        tl.store(dst_ptr + row * k + dest, pos, mask=m)
+        tl.store(val_ptr + row * k + dest, tl.load(x_ptr + row * x_row + pos * x_step, mask=m), mask=m)
+    else:
+        tl.store(dst_ptr + row * n_pad + dest, key, mask=m)
 
 
 @triton.jit
@@ -144,12 +191,18 @@ def _take_kernel(val_ptr, idx_ptr, x_ptr, k, n, x_row, x_step, BLOCK: tl.constex
     tl.store(val_ptr + row * k + t, tl.load(x_ptr + row * x_row + pos * x_step, mask=m), mask=m)
 
 
+CHUNK = 16 if BACKEND == "cpu" else 2048
+"""Keys per in-register chunk sort (small on the interpreter, so that tests reach the merge and
+candidate passes). A longer chunk costs more per key in its sort and saves merge passes."""
+CHUNK_WARPS = 8
+"""Warps of a chunk sort of at least 1024 keys on a GPU."""
+MERGE_BLOCK = 2048
+"""Outputs per merge program, capped at two runs (on the interpreter that cap makes it 2 * CHUNK):
+a longer block spreads its two binary searches over more outputs."""
+MERGE_WARPS = 4
+"""Warps per merge program on a GPU."""
+
 _SUPPORTED = (D.bool_, D.uint8, D.int8, D.int16, D.int32, D.int64, D.float16, D.bfloat16, D.float32, D.float64)
-
-
-def _chunk() -> int:
-    # Small chunks on the interpreter so that tests reach the merge and candidate passes.
-    return 16 if BACKEND == "cpu" else 2048
 
 
 def _rows(op: str, x: NBXTensor, d: int) -> tuple[NBXTensor, int, int, int]:
@@ -165,26 +218,32 @@ def _rows(op: str, x: NBXTensor, d: int) -> tuple[NBXTensor, int, int, int]:
     return flat, R, flat.stride(0), flat.stride(1)
 
 
-def _sorted_keys(src: NBXTensor, R: int, n: int, row: int, step: int, desc: bool, keep: int | None
-                 ) -> tuple[NBXTensor, int]:
-    """Packed keys of each row sorted ascending: all of them, or (``keep``) the first ``keep``."""
-    chunk = min(next_pow2(n), _chunk())
+def _sort_rows(vals: NBXTensor, idx: NBXTensor, src: NBXTensor, R: int, n: int, k: int, row: int, step: int,
+               desc: bool) -> None:
+    """The first ``k`` of each row in sorted order, values into ``vals`` and positions into ``idx``
+    (``(R, k)`` contiguous): chunk sorts, then merge passes (all of the row) or candidate passes."""
+    chunk = min(next_pow2(n), CHUNK)
     nchunks = cdiv(n, chunk)
-    if keep is None or 2 * next_pow2(keep) > chunk:
-        keys = empty_tensor((R, nchunks * chunk), D.int64, src.device)
+    if k == n or 2 * next_pow2(k) > chunk:
+        width = nchunks * chunk
+        keys = empty_tensor((R, width), D.int64, src.device)
         _chunk_sort(keys, src, n, R, nchunks, row, step, False, desc, chunk, chunk)
-        return _merge(keys, R, nchunks * chunk, chunk), nchunks * chunk
-    kp = next_pow2(keep)
-    keys = empty_tensor((R, nchunks * kp), D.int64, src.device)
-    _chunk_sort(keys, src, n, R, nchunks, row, step, False, desc, chunk, kp)
-    m = nchunks * kp
-    while nchunks > 1:
-        chunk2 = min(next_pow2(m), _chunk())
-        nchunks = cdiv(m, chunk2)
-        nxt = empty_tensor((R, nchunks * kp), D.int64, src.device)
-        _chunk_sort(nxt, keys, m, R, nchunks, m, 1, True, desc, chunk2, kp)
-        keys, m = nxt, nchunks * kp
-    return keys, m
+        if nchunks > 1:
+            _merge(keys, R, width, chunk, vals, idx, src, k, row, step)
+            return
+    else:
+        kp = next_pow2(k)
+        keys = empty_tensor((R, nchunks * kp), D.int64, src.device)
+        _chunk_sort(keys, src, n, R, nchunks, row, step, False, desc, chunk, kp)
+        width = nchunks * kp
+        while nchunks > 1:
+            chunk2 = min(next_pow2(width), CHUNK)
+            nchunks = cdiv(width, chunk2)
+            nxt = empty_tensor((R, nchunks * kp), D.int64, src.device)
+            _chunk_sort(nxt, keys, width, R, nchunks, width, 1, True, desc, chunk2, kp)
+            keys, width = nxt, nchunks * kp
+    block = min(next_pow2(k), 1024)
+    launch(_unpack_kernel, (R, cdiv(k, block)), vals, idx, keys, src, k, width, row, step, BLOCK=block)
 
 
 def _chunk_sort(out: NBXTensor, src: NBXTensor, n: int, R: int, nchunks: int, row: int, step: int, packed: bool,
@@ -192,17 +251,22 @@ def _chunk_sort(out: NBXTensor, src: NBXTensor, n: int, R: int, nchunks: int, ro
     nv = R * nchunks
     bv = min(next_pow2(nv), max(1, 4096 // chunk)) if BACKEND == "cpu" else 1
     launch(_chunk_kernel, (cdiv(nv, bv),), out, src, n, nchunks, nv, row, out.shape[1], step, PACKED=packed,
-           DESC=desc, CHUNK=chunk, KEEP=keep, BLOCK_V=bv, num_warps=8 if chunk >= 1024 else 4)
+           DESC=desc, CHUNK=chunk, KEEP=keep, BLOCK_V=bv, num_warps=CHUNK_WARPS if chunk >= 1024 else 4)
 
 
-def _merge(keys: NBXTensor, R: int, n_pad: int, run: int) -> NBXTensor:
-    block = 1024
-    other = empty_tensor(keys.shape, D.int64, keys.device)
+def _merge(keys: NBXTensor, R: int, n_pad: int, run: int, vals: NBXTensor, idx: NBXTensor, x: NBXTensor, k: int,
+           x_row: int, x_step: int) -> None:
+    """Merge sorted runs of ``run`` keys until each row is one run; the last pass writes the first
+    ``k`` positions into ``idx`` and their values from ``x`` into ``vals``."""
+    block = min(MERGE_BLOCK, 2 * run)
+    other = empty_tensor(keys.shape, D.int64, keys.device) if 2 * run < n_pad else keys
     while run < n_pad:
-        launch(_merge_kernel, (R, cdiv(n_pad, block)), other, keys, n_pad, run, run.bit_length(), BLOCK=block)
+        last = 2 * run >= n_pad
+        launch(_merge_kernel, (R, cdiv(n_pad, block)), idx if last else other, keys, vals, x, n_pad, run,
+               run.bit_length(), k, x_row, x_step, UNPACK=last, BLOCK=block, LOG=block.bit_length() - 1,
+               num_warps=MERGE_WARPS)
         keys, other = other, keys
         run *= 2
-    return keys
 
 
 def _select(op: str, self: NBXTensor, k: int, dim: int, desc: bool) -> tuple[NBXTensor, NBXTensor]:
@@ -222,15 +286,23 @@ def _select(op: str, self: NBXTensor, k: int, dim: int, desc: bool) -> tuple[NBX
             launch(_rank_kernel, (R, cdiv(n, rb)), full, src, n, row, step, DESC=desc, BLOCK=rb)
             launch(_take_kernel, (R, cdiv(k, block)), vals, full, src, k, n, row, step, BLOCK=block)
             _first_k(idx, full, R, k)
+        elif op == "aten::topk" and _topk().fits(n, k, self.dtype.itemsize):
+            _topk().select_rows(vals, idx, src, R, n, k, row, step, desc)
         else:
-            keys, width = _sorted_keys(src, R, n, row, step, desc, None if k == n else k)
-            launch(_unpack_kernel, (R, cdiv(k, block)), vals, idx, keys, src, k, width, row, step, BLOCK=block)
+            _sort_rows(vals, idx, src, R, n, k, row, step, desc)
     if self.ndim == 0:
         return V.reshape(vals, ()), V.reshape(idx, ())
     if d != self.ndim - 1:
         vals = contiguous_copy(V.movedim(vals, -1, d))
         idx = contiguous_copy(V.movedim(idx, -1, d))
     return vals, idx
+
+
+def _topk():
+    # Imported on first use: nbx_index.topk imports this module's key mapping.
+    from . import topk
+
+    return topk
 
 
 def _first_k(idx: NBXTensor, full: NBXTensor, R: int, k: int) -> None:

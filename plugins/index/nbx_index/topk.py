@@ -1,0 +1,109 @@
+"""``topk`` of rows that fit in registers: one program per row finds the k-th key by bisection.
+
+A program loads its row once as 32-bit order keys (``sort._key32``; for ``largest`` the keys are
+flipped, so the wanted elements are always the ``k`` smallest keys) and bisects for a threshold
+``T`` with ``count(key < T) <= k <= count(key <= T)``: each step is one count over the row, at most
+32 steps for float32, 16 for half types, fewer for small integers, and a step that counts exactly
+``k`` keys ends it. Every key below ``T`` is taken and, of the keys equal to ``T``, the first
+``k - count(key < T)`` by position (among equal values the earlier position comes first), which a
+bisection over positions finds when there are more.
+
+The ``k`` taken positions go to the index output, which serves as scratch, at slots from prefix
+sums of the taken flags (deterministic, unlike atomic slot counters, and needing no zeroed
+counter), are read back after a barrier, sorted in registers by packed key (key << 32 | position)
+and written as positions and values.
+
+Lanes past the row's end hold the largest key with positions ``>= n``: in (key, position) order
+they come after every element, so they are never taken, even when the row holds that key too.
+"""
+
+# nbx_core.launch picks the backend, which must happen before Triton is first imported.
+from nbx_core.launch import BACKEND, launch, next_pow2
+
+# isort: split
+import triton
+import triton.language as tl
+
+from nbx_core.tensor import NBXTensor
+
+from .sort import _LOW, _PAD, _key32
+
+ROW_MAX = 32768
+"""Longest row (rounded up to a power of two) held in registers; longer rows take the chunk path."""
+K_MAX = 4096
+"""Largest ``k`` (rounded up to a power of two) sorted in registers at the end."""
+WARPS = 1 if BACKEND == "cpu" else 16
+"""Warps of a row program on a GPU, for rows of at least 256 * WARPS (the sweep compares 8, 16, 32)."""
+
+
+@triton.jit(do_not_specialize=["x_step"])
+def _select_kernel(val_ptr, idx_ptr, x_ptr, n, k, x_row, x_step, DESC: tl.constexpr, E: tl.constexpr,
+                   TW: tl.constexpr, KP: tl.constexpr):
+    # The row is held as [E, TW] with position e * TW + t: TW is the program's thread count, so a
+    # thread holds a whole column, and sums over axis 0 (and the prefix sum down a column) stay in
+    # the thread. x_step is never specialized to 1: a vectorized load would spread columns over
+    # several threads and cost a layout conversion; loads across a row are coalesced all the same.
+    row = tl.program_id(0).to(tl.int64)
+    pos = tl.arange(0, E)[:, None] * TW + tl.arange(0, TW)[None, :]
+    m = pos < n
+    x = tl.load(x_ptr + row * x_row + pos.to(tl.int64) * x_step, mask=m)
+    key = tl.where(m, _key32(x, DESC), 2147483647)
+    # Bisection over [min key, max real key] keeping count(key <= hi) >= k; the bounds are int64 so
+    # that their midpoint cannot overflow, each probe compares in int32. A probe that counts exactly
+    # k ends it early: the k smallest are then the keys <= mid, all of them.
+    lo = tl.min(tl.min(key, axis=0), axis=0).to(tl.int64)
+    hi = tl.max(tl.max(tl.where(m, key, -2147483648), axis=0), axis=0).to(tl.int64)
+    while lo < hi:
+        mid = lo + ((hi - lo) >> 1)
+        cnt = tl.sum(tl.sum((key <= mid.to(tl.int32)).to(tl.int32), axis=0), axis=0)
+        hi = tl.where(cnt >= k, mid, hi)
+        lo = tl.where(cnt >= k, tl.where(cnt == k, mid, lo), mid + 1)
+    t_key = lo.to(tl.int32)
+    lt = key < t_key
+    eq = key == t_key
+    need = k - tl.sum(tl.sum(lt.to(tl.int32), axis=0), axis=0)
+    # Of the keys equal to T the first `need` by position: a second bisection finds the position
+    # bound P, skipped (P = n - 1) when all of them are needed, as without ties.
+    n_eq = tl.sum(tl.sum(eq.to(tl.int32), axis=0), axis=0)
+    p_lo = tl.where(n_eq == need, n - 1, 0)
+    p_hi = n - 1
+    while p_lo < p_hi:
+        p_mid = (p_lo + p_hi) >> 1
+        cnt = tl.sum(tl.sum((eq & (pos <= p_mid)).to(tl.int32), axis=0), axis=0)
+        p_hi = tl.where(cnt >= need, p_mid, p_hi)
+        p_lo = tl.where(cnt >= need, tl.where(cnt == need, p_mid, p_lo), p_mid + 1)
+    # Exactly k taken. Their slots in column order (any order does: they are sorted next): the
+    # columns' counts are prefix-summed across threads, then down each column within its thread.
+    take = (lt | (eq & (pos <= p_lo))).to(tl.int32)
+    col = tl.sum(take, axis=0)
+    slot = (tl.cumsum(col, axis=0) - col)[None, :] + tl.cumsum(take, axis=0) - 1
+    out = idx_ptr + row * k
+    tl.store(out + slot, pos.to(tl.int64), mask=take != 0)
+    # The barrier makes every thread's slots visible to the whole program before they are read back.
+    tl.debug_barrier()
+    t = tl.arange(0, KP)
+    mt = t < k
+    p = tl.load(out + t, mask=mt, other=0)
+    v = tl.load(x_ptr + row * x_row + p * x_step, mask=mt)
+    p = tl.sort(tl.where(mt, (_key32(v, DESC).to(tl.int64) << 32) | p, _PAD), 0) & _LOW
+    # Threads holding copies of a slot all read it: none may overwrite it before all have.
+    tl.debug_barrier()
+    tl.store(out + t, p, mask=mt)
+    tl.store(val_ptr + row * k + t, tl.load(x_ptr + row * x_row + p * x_step, mask=mt), mask=mt)
+
+
+def fits(n: int, k: int, itemsize: int) -> bool:
+    """Whether rows of ``n`` elements of ``itemsize`` bytes take the in-register select for ``k``."""
+    return itemsize <= 4 and 0 < k and next_pow2(n) <= ROW_MAX and next_pow2(k) <= K_MAX
+
+
+def select_rows(vals: NBXTensor, idx: NBXTensor, src: NBXTensor, R: int, n: int, k: int, row: int, step: int,
+                desc: bool) -> None:
+    """The first ``k`` of each of ``R`` rows of ``src`` (``n`` elements, strides ``row`` and ``step``)
+    in sorted order: values into ``vals`` and int64 positions into ``idx``, both ``(R, k)`` contiguous."""
+    np2 = next_pow2(n)
+    # At least 8 keys per thread: a short row gets fewer warps rather than idle, replicated ones.
+    warps = max(1, min(WARPS, np2 // 256))
+    tw = min(np2, 32 * warps)
+    launch(_select_kernel, (R,), vals, idx, src, n, k, row, step, DESC=desc, E=np2 // tw, TW=tw, KP=next_pow2(k),
+           num_warps=warps)
