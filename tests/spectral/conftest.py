@@ -13,7 +13,7 @@ from nbx_core.testing import check_op
 
 @pytest.fixture
 def small_plans(monkeypatch):
-    """Shrink the direct-matmul limit so Stockham and Bluestein plans run at interpreter-friendly sizes."""
+    """Shrink the direct-matmul limit so four-step and Bluestein plans run at interpreter-friendly sizes."""
     monkeypatch.setattr(plan, "DIRECT_MAX", 16)
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 
-import nbx_spectral.plan as plan
 import numpy as np
 import pytest
 import torch
@@ -19,7 +18,7 @@ def _rel_err(got, exact: np.ndarray) -> float:
     return float(np.abs(got.numpy().astype(exact.dtype) - exact).max() / np.sqrt(np.mean(np.abs(exact) ** 2)))
 
 
-@pytest.mark.parametrize("n", [16, 400, 480, 1009, 4096, 65536])
+@pytest.mark.parametrize("n", [16, 400, 480, 1009, 4096])
 def test_accuracy_vs_float64(n):
     rng = np.random.default_rng(n)
     x = rng.standard_normal((2, n))
@@ -36,20 +35,3 @@ def test_accuracy_vs_float64(n):
     assert _rel_err(got_c, np.fft.fft(z32)) < bound
     h32 = np.fft.rfft(x).astype(np.complex64).astype(np.complex128)
     assert _rel_err(got_i, np.fft.irfft(h32, n)) < bound
-
-
-@pytest.mark.parametrize("radix_max", [16, 256])
-def test_accuracy_of_other_radix_limits(monkeypatch, radix_max):
-    # The plans the benchmark sweep compares: 32768 = 16^3 x 8 or 256 x 128 (complex), 16384 the real input's.
-    monkeypatch.setattr(plan, "RADIX_MAX", radix_max)
-    n = 32768
-    rng = np.random.default_rng(radix_max)
-    x = rng.standard_normal((2, n)).astype(np.float32)
-    z = (x + 1j * rng.standard_normal((2, n))).astype(np.complex64)
-    got_r = run_op("aten::fft_rfft", torch.from_numpy(x))
-    got_c = run_op("aten::fft_fft", torch.from_numpy(z))
-    if not numeric():
-        return
-    bound = 5e-7 * math.log2(n) + 2e-6
-    assert _rel_err(got_r, np.fft.rfft(x.astype(np.float64))) < bound
-    assert _rel_err(got_c, np.fft.fft(z.astype(np.complex128))) < bound

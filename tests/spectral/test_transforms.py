@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import nbx_spectral.fft as fft
-import nbx_spectral.plan as plan
 import pytest
 import torch
 
 from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
-from nbx_core.launch import next_pow2
-from nbx_core.ops import views
-from nbx_core.testing import assert_close, check_raises, from_torch, layouts, make, numeric, run_op
+from nbx_core.testing import check_raises, layouts, make, run_op
 
 NORMS = [None, "backward", "ortho", "forward"]
 
@@ -104,73 +100,16 @@ def test_wrappers_layouts_and_integer_input(fft_check):
     fft_check("aten::fft_fft", make((8,)), None, 0, None, n=8)
 
 
-@pytest.mark.parametrize("radix_max, n, radices, real_radices", [
-    (16, 48, (8, 6), (6, 4)), (16, 37, None, None), (4, 64, (4, 4, 4), (4, 4, 2)),
-    (8, 105, (7, 5, 3), None), (4, 96, (4, 4, 3, 2), (4, 4, 3)), (8, 250, (5, 5, 5, 2), (5, 5, 5)),
-    (4, 30, None, None), (16, 144, (12, 12), (9, 8)), (16, 256, (16, 16), (16, 8)), (8, 1024, (8, 8, 4, 4), (8, 8, 8)),
-])
-def test_stockham_and_bluestein_plans(small_plans, monkeypatch, radix_max, n, radices, real_radices, fft_check):
-    # DIRECT_MAX = 16 and a small radix limit: Stockham plans of two to four stages (odd radices
-    # included) and Bluestein (37 is prime; 30 = 2 x 3 x 5 has a factor above the limit 4). Real
-    # input of even n runs as n / 2 complex points (real_radices; a last radix of 8 or 16 fuses the
-    # unpack into the last stage, for an odd or even number of its rows); odd n keeps real samples
-    # in its first stage.
-    monkeypatch.setattr(plan, "RADIX_MAX", radix_max)
-    assert plan.radices(n) == radices
-    assert n % 2 or plan.radices(n // 2) == real_radices
+@pytest.mark.parametrize("n", [48, 37, 64])
+def test_four_step_and_bluestein_plans(small_plans, n, fft_check):
+    # DIRECT_MAX = 16: 48 = 6 x 8 and 64 = 8 x 8 run four-step, 37 (prime) runs Bluestein.
     fft_check("aten::fft_fft", make((3, n), "complex64"), None, -1, None, n=n)
     fft_check("aten::fft_ifft", make((3, n), "complex64"), None, -1, "ortho", n=n)
     fft_check("aten::fft_rfft", make((2, n)), None, -1, "forward", n=n)
     fft_check("aten::_fft_r2c", make((2, n)), [1], 0, False, n=n)
-    fft_check("aten::fft_ifft", make((2, n)), None, -1, None, n=n)
     fft_check("aten::fft_irfft", make((2, n // 2 + 1), "complex64"), n, -1, None, n=n)
-
-
-@pytest.mark.parametrize("radix_max, n", [(4, 64), (8, 105)])
-def test_stockham_layouts(small_plans, monkeypatch, radix_max, n, fft_check):
-    monkeypatch.setattr(plan, "RADIX_MAX", radix_max)
     for _, x in layouts(make((4, n), "complex64")):
         fft_check("aten::_fft_c2c", x, [1], 2, True, n=n)
-    # Real rows that cannot be read as (even, odd) pairs in place (strided, transposed) are copied first.
-    for _, x in layouts(make((4, n))):
-        fft_check("aten::fft_rfft", x, None, -1, None, n=n)
-    for _, x in layouts(make((3, n // 2 + 1), "complex64")):
-        fft_check("aten::fft_irfft", x, n, -1, "ortho", n=n)
-
-
-@pytest.mark.parametrize("programs", [0, 3])
-def test_stage_programs(small_plans, monkeypatch, programs, fft_check):
-    # 16-row tiles: Stockham stages and the fused real unpack over 8 rows of 256 points are 8 or
-    # more tiles, walked by 3 persistent programs (3, 3, 2 tiles) or one program per tile (0).
-    monkeypatch.setattr(fft, "PROGRAMS", programs)
-    monkeypatch.setattr(fft, "_config", lambda k, n, rows: (16, max(next_pow2(n), 16), max(next_pow2(k), 16), 1, 1))
-    fft_check("aten::fft_fft", make((8, 256), "complex64"), None, -1, None, n=256)
-    fft_check("aten::fft_rfft", make((8, 256)), None, -1, None, n=256)
-    fft_check("aten::_fft_r2c", make((8, 256)), [1], 0, False, n=256)
-
-
-def test_unfused_unpack(small_plans, monkeypatch, fft_check):
-    monkeypatch.setattr(fft, "FUSE_UNPACK", False)
-    fft_check("aten::fft_rfft", make((3, 144)), None, -1, None, n=144)
-    fft_check("aten::fft_fft", make((3, 256)), None, -1, "ortho", n=256)
-
-
-def test_irfft_rows_into_strided_rows(small_plans):
-    # Output rows that cannot take (even, odd) pairs in place go through a dense buffer.
-    x = make((3, 25), "complex64")
-    y = from_torch(torch.zeros(3, 96))
-    rows = views.as_strided(y, (3, 48), (96, 2))
-    fft.irfft_rows(from_torch(x), rows, n=48, scale=1 / 48)
-    if numeric():
-        assert_close(rows, torch.fft.irfft(x, 48), atol=1e-5, rtol=1e-5)
-        assert not y.numpy()[:, 1::2].any()
-
-
-def test_real_pairs_at_odd_offset(small_plans, fft_check):
-    # A row view starting at an odd float offset cannot be read as complex pairs in place.
-    x = make((3, 49))[:, 1:]
-    fft_check("aten::fft_rfft", x, None, -1, None, n=48)
-    fft_check("aten::fft_fft", x, None, -1, None, n=48)
 
 
 def test_bad_input_errors():

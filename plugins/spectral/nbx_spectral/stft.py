@@ -68,8 +68,7 @@ def _ola_kernel(f_ptr, w_ptr, env_ptr, y_ptr, T, n_fft, hop, start, expected, ou
 
 
 def _block(n: int) -> int:
-    # One block size on a GPU (one compiled variant); few programs on the interpreter.
-    return min(triton.next_power_of_2(max(n, 16)), 1 << 16) if BACKEND == "cpu" else 1024
+    return min(triton.next_power_of_2(max(n, 16)), 1 << 16 if BACKEND == "cpu" else 1024)
 
 
 def _window(op: str, window: NBXTensor | None, n_fft: int, win_length: int, device) -> NBXTensor:
@@ -119,7 +118,7 @@ def _pad(x: NBXTensor, left: int, right: int, mode: str) -> NBXTensor:
     p = 2 if x.dtype.is_complex else 1
     y = empty_tensor((b, lp), x.dtype, x.device)
     block = _block(lp * p)
-    launch(_pad_kernel, (b, cdiv(lp * p, block)), fft.floats(x), fft.floats(y),
+    launch(_pad_kernel, (b, cdiv(lp * p, block)), fft._floats(x), fft._floats(y),
            length, lp, left, x.stride(0) * p, x.stride(1) * p,
            MODE=_PAD_MODES[mode], P=p, BLOCK=block)
     return y
@@ -160,10 +159,10 @@ def _stft(self: NBXTensor, n_fft: int, hop_length: int | None, win_length: int |
     b = sig.shape[0]
     n_freq = n_fft // 2 + 1 if onesided else n_fft
     out = empty_tensor((b, frames, n_freq), D.complex64, x.device)
-    fft.dft(fft.floats(sig), fft.floats(out), kind="c2c" if sig.dtype.is_complex else "r2c", n=n_fft,
-            n_out=n_freq, sign=-1, rows=b * frames,
-            xa=(frames, sig.stride(0), hop * sig.stride(1), sig.stride(1)),
-            ya=(1, n_freq, 0, 1), k_in=n_fft, freq=(0, 1, n_freq),
+    f = 2 if sig.dtype.is_complex else 1
+    fft.dft(sig, out, kind="c2c" if sig.dtype.is_complex else "r2c", n=n_fft, n_out=n_freq, sign=-1,
+            rows=b * frames, xa=(frames, sig.stride(0) * f, hop * sig.stride(1) * f, sig.stride(1) * f),
+            ya=(1, 2 * n_freq, 0, 2), k_in=n_fft, freq=(0, 1, n_freq),
             scale=scale_for(1, n_fft) if normalized else 1.0, window=w)
     res = views.transpose(out, 1, 2)
     if not batched:
@@ -233,12 +232,11 @@ def istft(self: NBXTensor, n_fft: int, hop_length: int | None = None, win_length
     p = 2 if return_complex else 1
     frame_rows = empty_tensor((b, frames, n_fft), D.complex64 if return_complex else D.float32,
                               spec.device)
-    sx = (spec.stride(0), spec.stride(2), spec.stride(1))
+    sx = (spec.stride(0) * 2, spec.stride(2) * 2, spec.stride(1) * 2)
     scale = scale_for(1 if normalized else 2, n_fft)
     if return_complex:
-        fft.dft(fft.floats(spec), fft.floats(frame_rows), kind="c2c", n=n_fft, n_out=n_fft, sign=1,
-                rows=b * frames, xa=(frames, *sx), ya=(1, n_fft, 0, 1), k_in=n_fft, freq=(0, 1, n_fft),
-                scale=scale)
+        fft.dft(spec, frame_rows, kind="c2c", n=n_fft, n_out=n_fft, sign=1, rows=b * frames,
+                xa=(frames, *sx), ya=(1, 2 * n_fft, 0, 2), k_in=n_fft, freq=(0, 1, n_fft), scale=scale)
     else:
         _irfft_frames(spec, frame_rows, n_fft, frames, sx, scale)
     out_len = max(end - start, 0)
@@ -246,8 +244,8 @@ def istft(self: NBXTensor, n_fft: int, hop_length: int | None = None, win_length
     env_full = np.ones(expected, dtype=np.float32)
     env_full[start:start + env.size] = env
     block = _block(out_len * p)
-    launch(_ola_kernel, (b, cdiv(out_len * p, block)), fft.floats(frame_rows), w, _upload(env_full, spec.device),
-           fft.floats(y), frames, n_fft, hop, start, expected, out_len, cdiv(n_fft, hop), P=p, BLOCK=block)
+    launch(_ola_kernel, (b, cdiv(out_len * p, block)), fft._floats(frame_rows), w, _upload(env_full, spec.device),
+           fft._floats(y), frames, n_fft, hop, start, expected, out_len, cdiv(n_fft, hop), P=p, BLOCK=block)
     return y if batched else views.squeeze(y, 0)
 
 
@@ -255,8 +253,8 @@ def _irfft_frames(spec: NBXTensor, out: NBXTensor, n_fft: int, frames: int, sx: 
                   scale: float) -> None:
     """Real frames from the first n_fft // 2 + 1 bins of each (freq, frame) column of ``spec``."""
     n_half = n_fft // 2 + 1
-    if n_fft <= fft.plan.DIRECT_MAX:
-        fft.dft(fft.floats(spec), out, kind="c2r", n=n_fft, n_out=n_half, sign=1, rows=out.shape[0] * frames,
+    if fft.plan.plan_kind(n_fft) == "direct":
+        fft.dft(spec, out, kind="c2r", n=n_fft, n_out=n_half, sign=1, rows=out.shape[0] * frames,
                 xa=(frames, *sx), ya=(1, n_fft, 0, 1), k_in=n_half, freq=(0, 1, n_fft), scale=scale)
         return
     rows = views.reshape(views.transpose(views.narrow(spec, 1, 0, n_half), 1, 2), -1, n_half)
