@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -11,3 +12,13 @@ settings.register_profile(
 )
 settings.register_profile("dev", max_examples=100, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(autouse=True)
+def _device_checks_read():
+    """Read pending device-side checks (nbx_core.checks) when each test ends, so that an error a
+    test left unread fails that test rather than a later one in the same worker."""
+    yield
+    from nbx_core import checks
+
+    checks.verify()

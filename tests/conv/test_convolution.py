@@ -15,8 +15,13 @@ def _dt(name: str) -> torch.dtype:
     return getattr(torch, name)
 
 
+# float32 reductions of hundreds of terms, summed in another order than the float64 reference:
+# the H200 strays ~sqrt(K) eps |x| (1.5e-5 on values near 2 for K = 720), past the default 1.3e-6.
+FLOAT32_LONG_TOL = (2e-5, 5e-5)
+
+
 def _tol(dtype: str) -> dict:
-    r, a = HALF_TOL.get(dtype, (None, None))
+    r, a = HALF_TOL.get(dtype, FLOAT32_LONG_TOL if dtype == "float32" else (None, None))
     return {"rtol": r, "atol": a}
 
 
@@ -207,7 +212,7 @@ def test_conv2d_taps_many_channel_blocks():
     # 80 channels: a full block of 64 and a partial one at the default tiles, with a zero-padded border.
     x, w = make((1, 80, 4, 5)), make((8, 80, 3, 3), seed=1)
     check_op("aten::conv2d", x.to(memory_format=torch.channels_last), w, make((8,), seed=2), [1, 1], [2, 1],
-             torch_fn=_ref_wide("float32", torch.ops.aten.conv2d.default))
+             torch_fn=_ref_wide("float32", torch.ops.aten.conv2d.default), **_tol("float32"))
 
 
 @pytest.mark.parametrize("tiles", ["default", "small"])

@@ -191,10 +191,11 @@ def _take_kernel(val_ptr, idx_ptr, x_ptr, k, n, x_row, x_step, BLOCK: tl.constex
     tl.store(val_ptr + row * k + t, tl.load(x_ptr + row * x_row + pos * x_step, mask=m), mask=m)
 
 
-CHUNK = 16 if BACKEND == "cpu" else 2048
+CHUNK = 16 if BACKEND == "cpu" else 1024
 """Keys per in-register chunk sort (small on the interpreter, so that tests reach the merge and
-candidate passes). A longer chunk costs more per key in its sort and saves merge passes."""
-CHUNK_WARPS = 8
+candidate passes). A longer chunk costs more per key in its sort and saves merge passes: on the
+H200, 4096 x 32000 float32 sorts in 14.4 ms at 1024 keys and 4 warps, 17.9 at 2048 and 8 warps."""
+CHUNK_WARPS = 4
 """Warps of a chunk sort of at least 1024 keys on a GPU."""
 MERGE_BLOCK = 2048
 """Outputs per merge program, capped at two runs (on the interpreter that cap makes it 2 * CHUNK):
