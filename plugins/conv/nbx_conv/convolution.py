@@ -38,6 +38,7 @@ from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
 from nbx_core.kernels.dot import dot_operand
 from nbx_core.kernels.indexing import needs_int64
+from nbx_core.kernels.tiles import grouped_tile
 from nbx_core.ops.copy import contiguous
 from nbx_core.ops.views import permute, squeeze, unsqueeze
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
@@ -97,19 +98,6 @@ def _channel_tiles(a_rows, row_ok, b_cols, n_mask, c, Cg, sxc, swc, EVEN_C: tl.c
     return a, b
 
 
-@triton.jit
-def _tile_ids(pid, M, Kg, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
-    """(row tile, column tile) of program ``pid``: GROUP_M row tiles sweep every column tile in turn."""
-    num_m = tl.cdiv(M, BLOCK_M)
-    num_n = tl.cdiv(Kg, BLOCK_N)
-    width = GROUP_M * num_n
-    first_m = (pid // width) * GROUP_M
-    size_m = tl.minimum(num_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % width) % size_m
-    pid_n = (pid % width) // size_m
-    return pid_m, pid_n
-
-
 # Sizes and window parameters vary per layer: specializing on them (== 1, % 16) would only multiply
 # compiled variants; strides and channel counts stay specialized for vectorized loads.
 @triton.jit(do_not_specialize=["M", "H", "W", "OH", "OW", "R", "S", "stride_h", "stride_w", "pad_h", "pad_w",
@@ -127,7 +115,7 @@ def _conv_kernel(
 ):
     # Grid: (output tiles, groups, reduction parts). With PARTIAL, part p sums its share of the
     # reduction steps and stores float32 (float64) partial sums to out_ptr as a (parts, M, K) array.
-    pid_m, pid_n = _tile_ids(tl.program_id(0), M, Kg, BLOCK_M, BLOCK_N, GROUP_M)
+    pid_m, pid_n = grouped_tile(tl.program_id(0), M, Kg, BLOCK_M, BLOCK_N, GROUP_M)
     g = tl.program_id(1)
     if INT64:
         pid_m = pid_m.to(tl.int64)
