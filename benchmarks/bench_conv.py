@@ -58,8 +58,7 @@ def run(h) -> None:
 
 
 # Sweep candidates per layer: (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages, GROUP_M, parts),
-# parts > 1 splitting the reduction. Each layer also runs the shipped heuristic ("default") and,
-# except the stem (no A-tile cache hint), the heuristic with Triton's own cache choice for A loads.
+# parts > 1 splitting the reduction. Each layer also runs the shipped heuristic ("default").
 CONV_TILES = {
     "3x3 64ch 56": [(128, 64, 64, 4, 3, 8, 1), (128, 64, 64, 8, 4, 8, 1), (256, 64, 64, 8, 3, 8, 1),
                     (64, 64, 64, 4, 4, 8, 1), (128, 64, 32, 4, 4, 8, 1)],
@@ -83,23 +82,20 @@ def sweep(h) -> None:
     from nbx_conv.convolution import conv2d
     from nbx_conv.pooling import adaptive_avg_pool2d, max_pool2d
 
-    base, base_cache = cv._config, cv.A_CACHE
+    base = cv._config
     for name, c, k, hw, r, st, pad in CONVS:
         x, w = _cl(h.randn((BATCH, c, hw, hw))), _cl(h.randn((k, c, r, r)))
         X, W = h.nbx(x), h.nbx(w)
         out = (hw + 2 * pad - r) // st + 1
         flops = 2 * BATCH * k * out * out * c * r * r
-        runs = [("default", base, base_cache)]
-        if c >= 16:
-            runs.append(("default a_cache=''", base, ""))
-        runs += [(str(t), lambda *a, t=t: t, base_cache) for t in CONV_TILES[name]]
-        for tag, config, cache in runs:
-            cv._config, cv.A_CACHE = config, cache
+        runs = [("default", base)] + [(str(t), lambda *a, t=t: t) for t in CONV_TILES[name]]
+        for tag, config in runs:
+            cv._config = config
             h.compare(f"conv2d {name} tiles={tag}",
                       nbx=lambda X=X, W=W, st=st, pad=pad: conv2d(X, W, None, [st, st], [pad, pad]),
                       torch=lambda x=x, w=w, st=st, pad=pad: torch.nn.functional.conv2d(x, w, None, st, pad),
                       shape=(BATCH, c, hw, hw, k, r, st), dtype="bfloat16", flops=flops, note="channels-last")
-    cv._config, cv.A_CACHE = base, base_cache
+    cv._config = base
 
     base = pl._global_config
     for layout, conv in (("channels-last", _cl), ("nchw", lambda t: t)):

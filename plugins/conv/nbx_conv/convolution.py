@@ -84,16 +84,15 @@ def _mac(acc, a, b, MODE: tl.constexpr):
 
 
 @triton.jit
-def _channel_tiles(a_rows, row_ok, b_cols, n_mask, c, Cg, sxc, swc, EVEN_C: tl.constexpr, A_CACHE: tl.constexpr):
+def _channel_tiles(a_rows, row_ok, b_cols, n_mask, c, Cg, sxc, swc, EVEN_C: tl.constexpr):
     """The A tile (rows x channels ``c``) and B tile (channels ``c`` x output channels) of one step."""
     if EVEN_C:
         # Cg is a multiple of BLOCK_K: no channel mask, so loads stay whole 16-byte vectors.
-        a = tl.load(a_rows[:, None] + c[None, :] * sxc, mask=row_ok[:, None], other=0.0, cache_modifier=A_CACHE)
+        a = tl.load(a_rows[:, None] + c[None, :] * sxc, mask=row_ok[:, None], other=0.0)
         b = tl.load(b_cols[None, :] + c[:, None] * swc, mask=n_mask[None, :], other=0.0)
     else:
         c_mask = c < Cg
-        a = tl.load(a_rows[:, None] + c[None, :] * sxc, mask=row_ok[:, None] & c_mask[None, :], other=0.0,
-                    cache_modifier=A_CACHE)
+        a = tl.load(a_rows[:, None] + c[None, :] * sxc, mask=row_ok[:, None] & c_mask[None, :], other=0.0)
         b = tl.load(b_cols[None, :] + c[:, None] * swc, mask=c_mask[:, None] & n_mask[None, :], other=0.0)
     return a, b
 
@@ -111,7 +110,7 @@ def _conv_kernel(
     stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
     TRANSPOSED: tl.constexpr, HAS_BIAS: tl.constexpr, REDUCTION: tl.constexpr, EVEN_C: tl.constexpr,
     MODE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr, A_CACHE: tl.constexpr, PARTIAL: tl.constexpr, INT64: tl.constexpr,
+    GROUP_M: tl.constexpr, PARTIAL: tl.constexpr, INT64: tl.constexpr,
 ):
     # Grid: (output tiles, groups, reduction parts). With PARTIAL, part p sums its share of the
     # reduction steps and stores float32 (float64) partial sums to out_ptr as a (parts, M, K) array.
@@ -160,8 +159,7 @@ def _conv_kernel(
     elif REDUCTION == 2:  # every row reads one pixel, always inside the input
         a_rows = x_row + (oh * stride_h) * sxh + (ow * stride_w) * sxw
         for i in range(lo, hi):
-            a, b = _channel_tiles(a_rows, m_mask, w_col, n_mask, i * BLOCK_K + offs_k, Cg, sxc, swc, EVEN_C,
-                                  A_CACHE)
+            a, b = _channel_tiles(a_rows, m_mask, w_col, n_mask, i * BLOCK_K + offs_k, Cg, sxc, swc, EVEN_C)
             acc = _mac(acc, a, b, MODE)
     else:  # one flat loop over (tap, channel block), so the pipeliner sees a single loop
         for i in range(lo, hi):
@@ -171,7 +169,7 @@ def _conv_kernel(
             s = rs - r * S
             ih, iw, ok = _in_coords(oh, ow, r, s, H, W, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, TRANSPOSED)
             a, b = _channel_tiles(x_row + ih * sxh + iw * sxw, ok & m_mask, w_col + r * swr + s * sws, n_mask,
-                                  c, Cg, sxc, swc, EVEN_C, A_CACHE)
+                                  c, Cg, sxc, swc, EVEN_C)
             acc = _mac(acc, a, b, MODE)
     k_out = g * Kg + offs_n
     mask = m_mask[:, None] & n_mask[None, :]
@@ -210,11 +208,6 @@ def _sum_parts_kernel(part_ptr, b_ptr, out_ptr, M, K, OH, OW, PARTS, son, sok, s
     nb = offs_m // (OW * OH)
     out_off = (nb * son + oh * soh + ow * sow)[:, None] + (offs_n * sok)[None, :]
     tl.store(out_ptr + out_off, acc.to(out_ptr.dtype.element_ty), mask=mask)
-
-
-A_CACHE = ".ca"
-"""Cache modifier of the input (A) tile loads: ".ca" keeps them in L1, where the next kernel taps,
-which read the same pixels shifted by one, find them; "" lets Triton choose (".cg", L2 only)."""
 
 
 def _config(m: int, kg: int, groups: int, cg: int, taps: int, flat: bool) -> tuple[int, ...]:
@@ -327,7 +320,7 @@ def _conv(op: str, x: NBXTensor, w: NBXTensor, bias: NBXTensor | None, stride: t
         m, h, wd, oh, ow, cg, kg, r, s, *x.stride(), wg, wk, wc, ws[2], ws[3], *out.stride(),
         stride[0], stride[1], pad[0], pad[1], dil[0], dil[1],
         TRANSPOSED=transposed, HAS_BIAS=bias is not None, REDUCTION=reduction, EVEN_C=cg % bk == 0, MODE=mode,
-        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=group_m, A_CACHE=A_CACHE,
+        BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=group_m,
         PARTIAL=parts > 1, INT64=int64, num_warps=warps, num_stages=stages,
     )
     if parts > 1:
