@@ -261,6 +261,27 @@ def _store(out_ptr, idx_ptr, off, v, ix, ok, STORE: tl.constexpr):
 
 
 @triton.jit
+def _split_done(out_ptr, idx_ptr, part_ptr, pidx_ptr, cnt_ptr, tile, split, splits, kept, pos, ok, sr, v, ix,
+                count, p, corr, OP: tl.constexpr, POST: tl.constexpr, ACC: tl.constexpr, IDENT: tl.constexpr,
+                STORE: tl.constexpr, AXIS: tl.constexpr, S0: tl.constexpr, S1: tl.constexpr,
+                BLOCK_S: tl.constexpr, INT64: tl.constexpr):
+    """Store this program's partial of the kept positions ``pos`` (partials laid out (split, kept));
+    the tile's last program reduces the tile's partials in split order, applies POST and stores.
+    ``AXIS``, ``S0``, ``S1``: the calling kernel's orientation, splits along ``AXIS``."""
+    if _last(part_ptr, pidx_ptr, cnt_ptr, tile, split * kept + pos, v, ix, ok, splits, OP == 4 or OP == 5):
+        if AXIS == 1:
+            fv, fs = _reduce(part_ptr, pos[:, None], ok[:, None], sr[None, :], 0, splits, count, kept, p, corr,
+                             OP, 0, POST, ACC, ACC, IDENT, 1, S0, S1, BLOCK_S, INT64, False)
+        else:
+            fv, fs = _reduce(part_ptr, pos[None, :], ok[None, :], sr[:, None], 0, splits, count, kept, p, corr,
+                             OP, 0, POST, ACC, ACC, IDENT, 0, S0, S1, BLOCK_S, INT64, False)
+        if OP == 4 or OP == 5:
+            # The first split holding the extreme holds its first index.
+            fs = tl.load(pidx_ptr + fs * kept + pos, mask=ok)
+        _store(out_ptr, idx_ptr, pos, fv, fs, ok, STORE)
+
+
+@triton.jit
 def _row_kernel(x_ptr, out_ptr, idx_ptr, part_ptr, pidx_ptr, cnt_ptr, M, K, I, so, sk, si, k_chunk, count,
                 p: tl.float64, corr: tl.float64,
                 OP: tl.constexpr, PRE: tl.constexpr, POST: tl.constexpr, SRC: tl.constexpr,
@@ -285,15 +306,9 @@ def _row_kernel(x_ptr, out_ptr, idx_ptr, part_ptr, pidx_ptr, cnt_ptr, M, K, I, s
                     sk, p, corr, OP, PRE, 0 if SPLIT else POST, SRC, ACC,
                     IDENT, 1, BLOCK_M, BLOCK_K, BLOCK_K, INT64, EVEN)
     if SPLIT:
-        # Partials are laid out (split, row); the last program reduces its rows' in a fixed order.
-        splits = tl.num_programs(1)
-        if _last(part_ptr, pidx_ptr, cnt_ptr, tile, split * M + rows, v, ix, ok, splits, OP == 4 or OP == 5):
-            fv, fs = _reduce(part_ptr, rows[:, None], ok[:, None], sr[None, :], 0, splits, count, M, p, corr,
-                             OP, 0, POST, ACC, ACC, IDENT, 1, BLOCK_M, BLOCK_S, BLOCK_S, INT64, False)
-            if OP == 4 or OP == 5:
-                # The first split holding the extreme holds its first index.
-                fs = tl.load(pidx_ptr + fs * M + rows, mask=ok)
-            _store(out_ptr, idx_ptr, rows, fv, fs, ok, STORE)
+        # Partials are laid out (split, row).
+        _split_done(out_ptr, idx_ptr, part_ptr, pidx_ptr, cnt_ptr, tile, split, tl.num_programs(1), M, rows, ok,
+                    sr, v, ix, count, p, corr, OP, POST, ACC, IDENT, STORE, 1, BLOCK_M, BLOCK_S, BLOCK_S, INT64)
     else:
         _store(out_ptr, idx_ptr, rows, v, ix, ok, STORE)
 
@@ -329,15 +344,9 @@ def _col_kernel(x_ptr, out_ptr, idx_ptr, part_ptr, pidx_ptr, cnt_ptr, K, I, so, 
     out = o * I + cols
     if SPLIT:
         # Partials are laid out (split, outer, column), one tile per (o, c).
-        splits = tl.num_programs(2)
-        kept = outer * I
-        tile = o * tl.num_programs(1) + c
-        if _last(part_ptr, pidx_ptr, cnt_ptr, tile, split * kept + out, v, ix, ok, splits, OP == 4 or OP == 5):
-            fv, fs = _reduce(part_ptr, out[None, :], ok[None, :], sr[:, None], 0, splits, count, kept, p, corr,
-                             OP, 0, POST, ACC, ACC, IDENT, 0, BLOCK_S, BLOCK_I, BLOCK_S, INT64, False)
-            if OP == 4 or OP == 5:
-                fs = tl.load(pidx_ptr + fs * kept + out, mask=ok)
-            _store(out_ptr, idx_ptr, out, fv, fs, ok, STORE)
+        _split_done(out_ptr, idx_ptr, part_ptr, pidx_ptr, cnt_ptr, o * tl.num_programs(1) + c, split,
+                    tl.num_programs(2), outer * I, out, ok, sr, v, ix, count, p, corr, OP, POST, ACC, IDENT, STORE,
+                    0, BLOCK_S, BLOCK_I, BLOCK_S, INT64)
     else:
         _store(out_ptr, idx_ptr, out, v, ix, ok, STORE)
 
