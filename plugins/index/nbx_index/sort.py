@@ -191,12 +191,13 @@ def _take_kernel(val_ptr, idx_ptr, x_ptr, k, n, x_row, x_step, BLOCK: tl.constex
     tl.store(val_ptr + row * k + t, tl.load(x_ptr + row * x_row + pos * x_step, mask=m), mask=m)
 
 
-CHUNK = 16 if BACKEND == "cpu" else 1024
+CHUNK = 16 if BACKEND == "cpu" else 512
 """Keys per in-register chunk sort (small on the interpreter, so that tests reach the merge and
 candidate passes). A longer chunk costs more per key in its sort and saves merge passes: on the
-H200, 4096 x 32000 float32 sorts in 14.4 ms at 1024 keys and 4 warps, 17.9 at 2048 and 8 warps."""
+H200, 4096 x 32000 float32 sorts in 12.1 ms at 512 keys and 4 warps, 12.4-14.4 at 1024 keys, 17.9
+at 2048 (benchmarks/results/sweeps/h200-index-conv-pointwise-attention.json)."""
 CHUNK_WARPS = 4
-"""Warps of a chunk sort of at least 1024 keys on a GPU."""
+"""Warps of a chunk sort of ``CHUNK`` keys on a GPU (shorter rows' chunks take 4)."""
 MERGE_BLOCK = 2048
 """Outputs per merge program, capped at two runs (on the interpreter that cap makes it 2 * CHUNK):
 a longer block spreads its two binary searches over more outputs."""
@@ -252,7 +253,7 @@ def _chunk_sort(out: NBXTensor, src: NBXTensor, n: int, R: int, nchunks: int, ro
     nv = R * nchunks
     bv = min(next_pow2(nv), max(1, 4096 // chunk)) if BACKEND == "cpu" else 1
     launch(_chunk_kernel, (cdiv(nv, bv),), out, src, n, nchunks, nv, row, out.shape[1], step, PACKED=packed,
-           DESC=desc, CHUNK=chunk, KEEP=keep, BLOCK_V=bv, num_warps=CHUNK_WARPS if chunk >= 1024 else 4)
+           DESC=desc, CHUNK=chunk, KEEP=keep, BLOCK_V=bv, num_warps=CHUNK_WARPS if chunk >= CHUNK else 4)
 
 
 def _merge(keys: NBXTensor, R: int, n_pad: int, run: int, vals: NBXTensor, idx: NBXTensor, x: NBXTensor, k: int,

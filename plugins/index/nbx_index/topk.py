@@ -8,10 +8,10 @@ flipped, so the wanted elements are always the ``k`` smallest keys) and bisects 
 ``k - count(key < T)`` by position (among equal values the earlier position comes first), which a
 bisection over positions finds when there are more.
 
-The ``k`` taken positions go to the index output, which serves as scratch, at slots from prefix
-sums of the taken flags (deterministic, unlike atomic slot counters, and needing no zeroed
-counter), are read back after a barrier, sorted in registers by packed key (key << 32 | position)
-and written as positions and values.
+The ``k`` taken positions go to the index output, which serves as scratch, at slots from an
+atomic counter per row (in a small int32 scratch the program zeroes itself), are read back after
+a barrier, sorted in registers by packed key (key << 32 | position) and written as positions and
+values: the result does not depend on the order the slots were handed out in.
 
 Lanes past the row's end hold the largest key with positions ``>= n``: in (key, position) order
 they come after every element, so they are never taken, even when the row holds that key too.
@@ -24,7 +24,8 @@ from nbx_core.launch import BACKEND, launch, next_pow2
 import triton
 import triton.language as tl
 
-from nbx_core.tensor import NBXTensor
+from nbx_core import dtypes as D
+from nbx_core.tensor import NBXTensor, empty_tensor
 
 from .sort import _LOW, _PAD, _key32
 
@@ -34,16 +35,17 @@ K_MAX = 4096
 """Largest ``k`` (rounded up to a power of two) sorted in registers at the end."""
 WARPS = 1 if BACKEND == "cpu" else 32
 """Warps of a row program on a GPU, for rows of at least 256 * WARPS. H200, k=50 of 4096 x 32000
-float32: 2.56 ms at 32 warps, 16.2 at 16, 24.3 at 8 (fewer warps spill the row's keys)."""
+float32: 1.79 ms at 32 warps, 3.57 at 16, 4.77 at 8
+(benchmarks/results/sweeps/h200-index-conv-pointwise-attention.json)."""
 
 
 @triton.jit(do_not_specialize=["x_step"])
-def _select_kernel(val_ptr, idx_ptr, x_ptr, n, k, x_row, x_step, DESC: tl.constexpr, E: tl.constexpr,
+def _select_kernel(val_ptr, idx_ptr, count_ptr, x_ptr, n, k, x_row, x_step, DESC: tl.constexpr, E: tl.constexpr,
                    TW: tl.constexpr, KP: tl.constexpr):
     # The row is held as [E, TW] with position e * TW + t: TW is the program's thread count, so a
-    # thread holds a whole column, and sums over axis 0 (and the prefix sum down a column) stay in
-    # the thread. x_step is never specialized to 1: a vectorized load would spread columns over
-    # several threads and cost a layout conversion; loads across a row are coalesced all the same.
+    # thread holds a whole column, and sums over axis 0 stay in the thread. x_step is never
+    # specialized to 1: a vectorized load would spread columns over several threads and cost a
+    # layout conversion; loads across a row are coalesced all the same.
     row = tl.program_id(0).to(tl.int64)
     pos = tl.arange(0, E)[:, None] * TW + tl.arange(0, TW)[None, :]
     m = pos < n
@@ -60,26 +62,37 @@ def _select_kernel(val_ptr, idx_ptr, x_ptr, n, k, x_row, x_step, DESC: tl.conste
         hi = tl.where(cnt >= k, mid, hi)
         lo = tl.where(cnt >= k, tl.where(cnt == k, mid, lo), mid + 1)
     t_key = lo.to(tl.int32)
-    lt = key < t_key
-    eq = key == t_key
-    need = k - tl.sum(tl.sum(lt.to(tl.int32), axis=0), axis=0)
+    need = k - tl.sum(tl.sum((key < t_key).to(tl.int32), axis=0), axis=0)
     # Of the keys equal to T the first `need` by position: a second bisection finds the position
-    # bound P, skipped (P = n - 1) when all of them are needed, as without ties.
-    n_eq = tl.sum(tl.sum(eq.to(tl.int32), axis=0), axis=0)
+    # bound P, skipped (P = n - 1) when all of them are needed, as without ties. Registers hold the
+    # keys only: `pos <= P` is tested as `thread <= P - e * TW`, so no [E, TW] position tensor (or
+    # comparison result) stays live, which would double the registers per key and spill.
+    tid = tl.arange(0, TW)[None, :]
+    e_base = tl.arange(0, E)[:, None] * TW
+    n_eq = tl.sum(tl.sum((key == t_key).to(tl.int32), axis=0), axis=0)
     p_lo = tl.where(n_eq == need, n - 1, 0)
     p_hi = n - 1
     while p_lo < p_hi:
         p_mid = (p_lo + p_hi) >> 1
-        cnt = tl.sum(tl.sum((eq & (pos <= p_mid)).to(tl.int32), axis=0), axis=0)
+        cnt = tl.sum(tl.sum(((key == t_key) & (tid <= p_mid - e_base)).to(tl.int32), axis=0), axis=0)
         p_hi = tl.where(cnt >= need, p_mid, p_hi)
         p_lo = tl.where(cnt >= need, tl.where(cnt == need, p_mid, p_lo), p_mid + 1)
-    # Exactly k taken. Their slots in column order (any order does: they are sorted next): the
-    # columns' counts are prefix-summed across threads, then down each column within its thread.
-    take = (lt | (eq & (pos <= p_lo))).to(tl.int32)
-    col = tl.sum(take, axis=0)
-    slot = (tl.cumsum(col, axis=0) - col)[None, :] + tl.cumsum(take, axis=0) - 1
+    # Exactly k taken, each given a slot by an atomic increment of the row's counter (the slot order
+    # varies between runs, which does not matter: the k are sorted next). The row is read again, a
+    # TW slice at a time from L2: flags, slots and 64-bit addresses for all of [E, TW] at once
+    # would not fit in registers beside the keys.
+    count = count_ptr + row
+    tl.store(count, 0)
+    tl.debug_barrier()
     out = idx_ptr + row * k
-    tl.store(out + slot, pos.to(tl.int64), mask=take != 0)
+    t_pos = tl.arange(0, TW)
+    for e in range(0, E):
+        p = e * TW + t_pos
+        kp = tl.where(p < n, _key32(tl.load(x_ptr + row * x_row + p.to(tl.int64) * x_step, mask=p < n), DESC),
+                      2147483647)
+        take = (p < n) & ((kp < t_key) | ((kp == t_key) & (p <= p_lo)))
+        slot = tl.atomic_add(count + tl.zeros([TW], tl.int32), 1, mask=take, sem="relaxed", scope="cta")
+        tl.store(out + slot, p.to(tl.int64), mask=take)
     # The barrier makes every thread's slots visible to the whole program before they are read back.
     tl.debug_barrier()
     t = tl.arange(0, KP)
@@ -106,5 +119,6 @@ def select_rows(vals: NBXTensor, idx: NBXTensor, src: NBXTensor, R: int, n: int,
     # At least 8 keys per thread: a short row gets fewer warps rather than idle, replicated ones.
     warps = max(1, min(WARPS, np2 // 256))
     tw = min(np2, 32 * warps)
-    launch(_select_kernel, (R,), vals, idx, src, n, k, row, step, DESC=desc, E=np2 // tw, TW=tw, KP=next_pow2(k),
+    count = empty_tensor((R,), D.int32, src.device)
+    launch(_select_kernel, (R,), vals, idx, count, src, n, k, row, step, DESC=desc, E=np2 // tw, TW=tw, KP=next_pow2(k),
            num_warps=warps)
