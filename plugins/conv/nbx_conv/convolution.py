@@ -230,6 +230,8 @@ def _config(m: int, kg: int, groups: int, cg: int, taps: int, flat: bool) -> tup
         bm = 256
     elif not flat and kg <= 64:
         bk = min(bk, 32)
+        if taps > 1 and kg > 32 and m >= 65536:
+            bm = 256
     if cdiv(m, bm) * groups < _SMS // 4 and kg >= 256:
         bn = 256
     tiles = cdiv(m, bm) * cdiv(kg, bn) * groups
@@ -239,6 +241,10 @@ def _config(m: int, kg: int, groups: int, cg: int, taps: int, flat: bool) -> tup
     warps = 8 if bm * bn >= 128 * 128 or flat else 4
     # At most ~96 KB of stages, so two programs share an SM and one's epilogue hides behind the other.
     stages = 4 if (bm + bn) * bk * 2 * 4 <= 96 * 1024 and max(bm, bn) < 256 else 3
+    if not flat and kg <= 64 and bm == 256:
+        # 3x3 64-channel layers: 256 x 64 tiles of 4 stages, 0.696-0.698x torch in three H200 runs
+        # against 0.682-0.689x at 128 rows (benchmarks/results/sweeps/h200-conv-64ch.json).
+        stages = 4
     return bm, bn, bk, warps, stages, 8, parts
 
 
