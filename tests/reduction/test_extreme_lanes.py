@@ -32,15 +32,15 @@ def tiling(request, monkeypatch) -> None:
     if request.param == "gpu":
         monkeypatch.setattr(E, "BACKEND", "cuda")
     if request.param == "tiny":
-        monkeypatch.setattr(E, "row_tiles", lambda rows, K: (1, 8, 1))
-        monkeypatch.setattr(E, "col_tiles", lambda I, K, splittable: (4, 8, 1))
+        monkeypatch.setattr(E, "row_tiles", lambda rows, K, op, size: (1, 8, 1))
+        monkeypatch.setattr(E, "col_tiles", lambda I, K, op, size: (4, 8, 1))
     if request.param == "tiny-int64":
-        monkeypatch.setattr(E, "row_tiles", lambda rows, K: (2, 4, 1))
-        monkeypatch.setattr(E, "col_tiles", lambda I, K, splittable: (2, 16, 1))
+        monkeypatch.setattr(E, "row_tiles", lambda rows, K, op, size: (2, 4, 1))
+        monkeypatch.setattr(E, "col_tiles", lambda I, K, op, size: (2, 16, 1))
         monkeypatch.setattr(E, "needs_int64", lambda *args: True)
     if request.param == "split":
-        monkeypatch.setattr(E, "row_tiles", lambda rows, K: (4, 8, 1))
-        monkeypatch.setattr(E, "col_tiles", lambda I, K, splittable: (8, 8, 1))
+        monkeypatch.setattr(E, "row_tiles", lambda rows, K, op, size: (4, 8, 1))
+        monkeypatch.setattr(E, "col_tiles", lambda I, K, op, size: (8, 8, 1))
         monkeypatch.setattr(E, "_CPU_SPLIT", 16)
 
         def check_split() -> None:

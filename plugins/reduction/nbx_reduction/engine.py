@@ -10,7 +10,11 @@ allow (else it makes the permuted input contiguous). Then one of two kernels run
   ``BLOCK_I`` neighbouring columns and walks down ``K``, reading coalesced row segments.
 
 Both accumulate per lane across the loop and reduce the lanes once at the end, so a result depends
-on the tiling only through rounding. When the kept positions make too few programs for the machine,
+on the tiling only through rounding. For the loads in flight that a memory-bound loop needs, a
+step of the loop may load several blocks before combining the first (``Tiles.unroll``; ptxas
+issues them together only under a register cap, ``Tiles.regs``), and the loop may be
+software-pipelined (``Tiles.stages``: the next steps' loads go to shared memory while one step
+combines); the blocks combine in order either way. When the kept positions make too few programs for the machine,
 K is split too, in the same launch: each program stores a partial result, takes a ticket from its
 output tile's counter, and the program that takes the tile's last ticket reduces the tile's
 partials (in a fixed order, so the result does not depend on which program finished last) and
@@ -23,7 +27,7 @@ variance, logsumexp). Half types accumulate in float32.
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 # nbx_core.launch picks the backend, which must happen before Triton is first imported.
 from nbx_core.launch import BACKEND, cdiv, next_pow2, prepare
@@ -55,7 +59,7 @@ Q_NONE, Q_SQRT, Q_ROOT, Q_MEAN, Q_VAR, Q_STD, Q_LSE = range(7)
 _CPU_BLOCK = 1024
 # On the interpreter K is split into slices of this many elements (so that the split path is
 # tested); on a GPU, a launch of fewer programs than _GPU_PROGRAMS splits K to reach about that
-# many (each slice at least _SPLIT_BLOCKS tiles long).
+# many (each slice at least _SPLIT_BLOCKS blocks of BLOCK_K long). Slices are whole loop steps.
 _CPU_SPLIT = 2 * _CPU_BLOCK
 _GPU_PROGRAMS = 1056
 _SPLIT_BLOCKS = 4
@@ -75,6 +79,19 @@ def _min_combine(a, b):
 @triton.jit
 def _mul_combine(a, b):
     return a * b
+
+
+@triton.jit
+def _argmax_combine(a, ia, b, ib):
+    # The larger value, the first index of equal ones; NaN wins (its index is found apart).
+    take = (a > b) | ((a == b) & (ia < ib)) | (a != a)
+    return tl.where(take, a, b), tl.where(take, ia, ib)
+
+
+@triton.jit
+def _argmin_combine(a, ia, b, ib):
+    take = (a < b) | ((a == b) & (ia < ib)) | (a != a)
+    return tl.where(take, a, b), tl.where(take, ia, ib)
 
 
 @triton.jit
@@ -115,6 +132,33 @@ def _masked(x, m, fill, EVEN: tl.constexpr):
 
 
 @triton.jit
+def _fold(acc, at, x, m, k0, OP: tl.constexpr, IDENT: tl.constexpr, EVEN: tl.constexpr):
+    """Combine the block ``x`` (masked by ``m``, starting at ``k0``) into the lanes ``acc``; the arg
+    ops' lanes keep in ``at`` the start of the block where they last took a value."""
+    if OP == 0 or OP == 6:
+        acc += _masked(x, m, 0, EVEN)
+    elif OP == 1:
+        acc *= _masked(x, m, 1, EVEN)
+    elif OP == 2 or OP == 7:
+        acc = tl.maximum(acc, _masked(x, m, IDENT, EVEN), propagate_nan=tl.PropagateNan.ALL)
+    elif OP == 3:
+        acc = tl.minimum(acc, _masked(x, m, IDENT, EVEN), propagate_nan=tl.PropagateNan.ALL)
+    else:
+        # One comparison and one select per element: a lane sees k increasing, so the strict
+        # comparison keeps its first max (min). NaN compares false and is left to the NaN-aware
+        # running extreme: a lane's index only matters when the result is not NaN.
+        x = _masked(x, m, IDENT, EVEN)
+        if OP == 4:
+            take = x > acc
+            acc = tl.maximum(acc, x, propagate_nan=tl.PropagateNan.ALL)
+        else:
+            take = x < acc
+            acc = tl.minimum(acc, x, propagate_nan=tl.PropagateNan.ALL)
+        at = tl.where(take, k0, at)
+    return acc, at
+
+
+@triton.jit
 def _post(r, count, p, corr, POST: tl.constexpr, ACC: tl.constexpr):
     """The POST transform of a finished reduction ``r``."""
     if POST == 1:
@@ -134,7 +178,8 @@ def _post(r, count, p, corr, POST: tl.constexpr, ACC: tl.constexpr):
 def _reduce(x_ptr, base, ok, kr, k_lo, K, count, sk, p, corr,
             OP: tl.constexpr, PRE: tl.constexpr, POST: tl.constexpr, SRC: tl.constexpr, ACC: tl.constexpr,
             IDENT: tl.constexpr, AXIS: tl.constexpr, S0: tl.constexpr, S1: tl.constexpr,
-            BLOCK_K: tl.constexpr, INT64: tl.constexpr, EVEN: tl.constexpr):
+            BLOCK_K: tl.constexpr, UNROLL: tl.constexpr, STAGES: tl.constexpr, INT64: tl.constexpr,
+            EVEN: tl.constexpr):
     """Reduce the elements ``k_lo <= k < K`` at ``base + k * sk`` of each kept position along ``AXIS``.
 
     ``count`` is what mean and variance divide by (the whole reduction's size when the caller split it).
@@ -142,7 +187,12 @@ def _reduce(x_ptr, base, ok, kr, k_lo, K, count, sk, p, corr,
     ``base``/``ok`` hold the kept positions' offsets and mask; ``kr`` the lane ids along the
     reduced axis, shaped to broadcast against them into an ``[S0, S1]`` tile; ``INT64`` whether
     indices need int64 (the arg ops' lanes otherwise keep int32 ones); ``EVEN`` whether no lane
-    is ever out of bounds. Returns the reduced values and (for the arg ops) their indices.
+    is ever out of bounds (every slice then holds whole steps of ``UNROLL`` blocks). Each step of
+    the loop loads ``UNROLL`` blocks of ``BLOCK_K`` before combining the first, so that many loads
+    are in flight, and combines them in order (the result is that of one block a step);
+    ``STAGES`` is the loop's ``num_stages`` (loads of the next steps go to shared memory while this
+    one combines; 0 keeps the kernel's default, 1 turns it off). Returns the reduced values and (for
+    the arg ops) their indices.
     """
     acc = tl.full([S0, S1], IDENT, ACC)
     # The arg ops' lanes keep the start of the block where they last took a value; the element's
@@ -151,30 +201,15 @@ def _reduce(x_ptr, base, ok, kr, k_lo, K, count, sk, p, corr,
         at = tl.full([S0, S1], 0, tl.int64) + k_lo
     else:
         at = tl.full([S0, S1], 0, tl.int32) + k_lo
-    for k0 in range(k_lo, K, BLOCK_K):
-        k = kr + k0
-        m = ok & (k < K)
-        x = _element(_load(x_ptr + base + k * sk, m, EVEN), p, SRC, ACC, PRE)
-        if OP == 0 or OP == 6:
-            acc += _masked(x, m, 0, EVEN)
-        elif OP == 1:
-            acc *= _masked(x, m, 1, EVEN)
-        elif OP == 2 or OP == 7:
-            acc = tl.maximum(acc, _masked(x, m, IDENT, EVEN), propagate_nan=tl.PropagateNan.ALL)
-        elif OP == 3:
-            acc = tl.minimum(acc, _masked(x, m, IDENT, EVEN), propagate_nan=tl.PropagateNan.ALL)
-        else:
-            # One comparison and one select per element: a lane sees k increasing, so the strict
-            # comparison keeps its first max (min). NaN compares false and is left to the NaN-aware
-            # running extreme: a lane's index only matters when the result is not NaN.
-            x = _masked(x, m, IDENT, EVEN)
-            if OP == 4:
-                take = x > acc
-                acc = tl.maximum(acc, x, propagate_nan=tl.PropagateNan.ALL)
-            else:
-                take = x < acc
-                acc = tl.minimum(acc, x, propagate_nan=tl.PropagateNan.ALL)
-            at = tl.where(take, k0, at)
+    for k0 in tl.range(k_lo, K, BLOCK_K * UNROLL, num_stages=STAGES if STAGES > 0 else None):
+        raws = ()
+        for u in tl.static_range(UNROLL):
+            k = kr + (k0 + u * BLOCK_K)
+            raws = raws + (_load(x_ptr + base + k * sk, ok & (k < K), EVEN),)
+        for u in tl.static_range(UNROLL):
+            k = kr + (k0 + u * BLOCK_K)
+            x = _element(raws[u], p, SRC, ACC, PRE)
+            acc, at = _fold(acc, at, x, ok & (k < K), k0 + u * BLOCK_K, OP, IDENT, EVEN)
     if OP == 0:
         r = tl.sum(acc, axis=AXIS)
     elif OP == 1:
@@ -184,13 +219,12 @@ def _reduce(x_ptr, base, ok, kr, k_lo, K, count, sk, p, corr,
     elif OP == 3:
         r = tl.reduce(acc, AXIS, _min_combine)
     elif OP == 4 or OP == 5:
-        if OP == 4:
-            r = tl.reduce(acc, AXIS, _max_combine)
-        else:
-            r = tl.reduce(acc, AXIS, _min_combine)
-        # The first index holding the extreme: the smallest over the lanes that hold it. Lanes that
+        # The extreme and the first index holding it, in one reduction over the lanes. Lanes that
         # took nothing hold IDENT at their first element, so an all-IDENT row answers k_lo.
-        ri = tl.min(tl.where(acc == tl.expand_dims(r, AXIS), at + kr, K), axis=AXIS)
+        if OP == 4:
+            r, ri = tl.reduce((acc, at + kr), AXIS, _argmax_combine)
+        else:
+            r, ri = tl.reduce((acc, at + kr), AXIS, _argmin_combine)
         if ACC.is_floating():
             # A NaN result (rare): its index is the first NaN's, found by a second pass.
             nan = r != r
@@ -271,10 +305,10 @@ def _split_done(out_ptr, idx_ptr, part_ptr, pidx_ptr, cnt_ptr, tile, split, spli
     if _last(part_ptr, pidx_ptr, cnt_ptr, tile, split * kept + pos, v, ix, ok, splits, OP == 4 or OP == 5):
         if AXIS == 1:
             fv, fs = _reduce(part_ptr, pos[:, None], ok[:, None], sr[None, :], 0, splits, count, kept, p, corr,
-                             OP, 0, POST, ACC, ACC, IDENT, 1, S0, S1, BLOCK_S, INT64, False)
+                             OP, 0, POST, ACC, ACC, IDENT, 1, S0, S1, BLOCK_S, 1, 1, INT64, False)
         else:
             fv, fs = _reduce(part_ptr, pos[None, :], ok[None, :], sr[:, None], 0, splits, count, kept, p, corr,
-                             OP, 0, POST, ACC, ACC, IDENT, 0, S0, S1, BLOCK_S, INT64, False)
+                             OP, 0, POST, ACC, ACC, IDENT, 0, S0, S1, BLOCK_S, 1, 1, INT64, False)
         if OP == 4 or OP == 5:
             # The first split holding the extreme holds its first index.
             fs = tl.load(pidx_ptr + fs * kept + pos, mask=ok)
@@ -286,8 +320,8 @@ def _row_kernel(x_ptr, out_ptr, idx_ptr, part_ptr, pidx_ptr, cnt_ptr, M, K, I, s
                 p: tl.float64, corr: tl.float64,
                 OP: tl.constexpr, PRE: tl.constexpr, POST: tl.constexpr, SRC: tl.constexpr,
                 ACC: tl.constexpr, IDENT: tl.constexpr, STORE: tl.constexpr, SPLIT: tl.constexpr,
-                BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_S: tl.constexpr, INT64: tl.constexpr,
-                EVEN: tl.constexpr):
+                BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, UNROLL: tl.constexpr, STAGES: tl.constexpr,
+                BLOCK_S: tl.constexpr, INT64: tl.constexpr, EVEN: tl.constexpr):
     tile = tl.program_id(0)
     rows = tile * BLOCK_M + tl.arange(0, BLOCK_M)
     split = tl.program_id(1)
@@ -304,7 +338,7 @@ def _row_kernel(x_ptr, out_ptr, idx_ptr, part_ptr, pidx_ptr, cnt_ptr, M, K, I, s
     k_lo = split * k_chunk
     v, ix = _reduce(x_ptr, base[:, None], ok[:, None], kr[None, :], k_lo, tl.minimum(k_lo + k_chunk, K), count,
                     sk, p, corr, OP, PRE, 0 if SPLIT else POST, SRC, ACC,
-                    IDENT, 1, BLOCK_M, BLOCK_K, BLOCK_K, INT64, EVEN)
+                    IDENT, 1, BLOCK_M, BLOCK_K, BLOCK_K, UNROLL, STAGES, INT64, EVEN)
     if SPLIT:
         # Partials are laid out (split, row).
         _split_done(out_ptr, idx_ptr, part_ptr, pidx_ptr, cnt_ptr, tile, split, tl.num_programs(1), M, rows, ok,
@@ -318,8 +352,8 @@ def _col_kernel(x_ptr, out_ptr, idx_ptr, part_ptr, pidx_ptr, cnt_ptr, K, I, so, 
                 p: tl.float64, corr: tl.float64,
                 OP: tl.constexpr, PRE: tl.constexpr, POST: tl.constexpr, SRC: tl.constexpr,
                 ACC: tl.constexpr, IDENT: tl.constexpr, STORE: tl.constexpr, SPLIT: tl.constexpr,
-                BLOCK_K: tl.constexpr, BLOCK_I: tl.constexpr, BLOCK_S: tl.constexpr, INT64: tl.constexpr,
-                EVEN: tl.constexpr):
+                BLOCK_K: tl.constexpr, BLOCK_I: tl.constexpr, UNROLL: tl.constexpr, STAGES: tl.constexpr,
+                BLOCK_S: tl.constexpr, INT64: tl.constexpr, EVEN: tl.constexpr):
     o = tl.program_id(0)
     c = tl.program_id(1)
     cols = c * BLOCK_I + tl.arange(0, BLOCK_I)
@@ -340,7 +374,7 @@ def _col_kernel(x_ptr, out_ptr, idx_ptr, part_ptr, pidx_ptr, cnt_ptr, K, I, so, 
     k_lo = split * k_chunk
     v, ix = _reduce(x_ptr, base[None, :], ok[None, :], kr[:, None], k_lo, tl.minimum(k_lo + k_chunk, K), count,
                     sk, p, corr, OP, PRE, 0 if SPLIT else POST, SRC, ACC,
-                    IDENT, 0, BLOCK_K, BLOCK_I, BLOCK_K, INT64, EVEN)
+                    IDENT, 0, BLOCK_K, BLOCK_I, BLOCK_K, UNROLL, STAGES, INT64, EVEN)
     out = o * I + cols
     if SPLIT:
         # Partials are laid out (split, outer, column), one tile per (o, c).
@@ -482,16 +516,19 @@ class _Steps:
         count = pl.K if count is None else count
         use_col = pl.I > 1 and abs(pl.si) <= abs(pl.sk)
         if use_col:
-            bi, bk, warps = col_tiles(pl.I, pl.K, op not in (VAR, LSE))
+            bi, bk, warps, unroll, stages, regs = Tiles(*col_tiles(pl.I, pl.K, op, pl.x.dtype.itemsize))
             programs = pl.O * cdiv(pl.I, bi)
             even = pl.I % bi == 0
         else:
             rows = pl.O * pl.I
-            bm, bk, warps = row_tiles(rows, pl.K)
+            bm, bk, warps, unroll, stages, regs = Tiles(*row_tiles(rows, pl.K, op, pl.x.dtype.itemsize))
             programs = cdiv(rows, bm)
             even = rows % bm == 0
         splits = _splits(op, programs, pl.K, bk)
-        chunk = cdiv(cdiv(pl.K, splits), bk) * bk
+        # A slice of K is whole steps of `unroll` blocks, and a step no longer than the slice.
+        unroll = max(min(unroll, cdiv(cdiv(pl.K, splits), bk)), 1)
+        step = bk * unroll
+        chunk = cdiv(cdiv(pl.K, splits), step) * step
         splits = cdiv(pl.K, chunk) if pl.K else 1
         if splits > 1:
             # Too few programs for the machine: each reduces a slice of K into a partial, and the
@@ -505,8 +542,10 @@ class _Steps:
         bs = min(next_pow2(splits), bk) if splits > 1 else 1
         meta = dict(OP=op, PRE=pre, POST=post, SRC=tl_dtype(src), ACC=tl_dtype(acc), IDENT=ident, STORE=store,
                     SPLIT=splits > 1, BLOCK_S=bs,
-                    INT64=needs_int64(splits * pl.O * pl.K * pl.I + bk, pl.x, reach),
-                    EVEN=even and pl.K % bk == 0)
+                    INT64=needs_int64(splits * pl.O * pl.K * pl.I + step, pl.x, reach),
+                    EVEN=even and pl.K % step == 0, UNROLL=unroll, STAGES=stages)
+        if regs:
+            meta["maxnreg"] = regs
         if use_col:
             self.run = prepare(_col_kernel, (pl.O, cdiv(pl.I, bi), splits),
                                (None,) * 6 + (pl.K, pl.I, pl.so, pl.sk, pl.si, chunk, count, float(p), float(corr)),
@@ -560,33 +599,59 @@ def _splits(op: int, programs: int, K: int, bk: int) -> int:
     return max(min(cdiv(_GPU_PROGRAMS, programs), cdiv(K, _SPLIT_BLOCKS * bk)), 1)
 
 
-def row_tiles(rows: int, K: int) -> tuple[int, int, int]:
-    """(BLOCK_M, BLOCK_K, num_warps) of the row kernel for ``rows`` rows of ``K`` elements."""
+class Tiles(NamedTuple):
+    """A kernel's launch shape: ``block`` kept positions (rows of the row kernel, columns of the
+    column kernel) by ``block_k`` reduced elements per load, ``warps``; ``unroll`` loads a step of
+    the loop over K; ``stages`` sets that loop's software pipelining (0: the kernel's default of
+    three stages, 1: none); ``regs`` caps the registers of a
+    thread (ptxas's ``.maxnreg``; 0 leaves the choice to ptxas, which then issues only some of a
+    step's loads before it combines the first, to keep under a register count of its own)."""
+
+    block: int
+    block_k: int
+    warps: int
+    unroll: int = 1
+    stages: int = 0
+    regs: int = 0
+
+
+def row_tiles(rows: int, K: int, op: int, size: int) -> Tiles:
+    """The row kernel's tiles for ``rows`` rows of ``K`` elements of ``size`` bytes reduced by ``op``."""
     if BACKEND == "cpu":
         bk = min(next_pow2(K), _CPU_BLOCK)
-        return min(next_pow2(rows), max(_CPU_BLOCK // bk, 1)), bk, 1
+        return Tiles(min(next_pow2(rows), max(_CPU_BLOCK // bk, 1)), bk, 1)
     if K >= 1024:
-        # One row per program, 1024 elements and 4 warps an iteration: on the H200 sweep
+        # One row per program, 1024 elements and 4 warps a load: on the H200 sweep
         # (benchmarks/results/sweeps/h200-reduction.json) the arg ops gain most (argmax of bf16
         # 8192x4096 23.1 us against 26.9 at 2048/8 warps and 33.0 at 4096/8), sum and amax are even.
-        return 1, 1024, 4
+        return Tiles(1, 1024, 4)
     # Short rows: several per program, to fill a tile of about 4096 elements.
     bk = next_pow2(K)
     bm = min(next_pow2(rows), max(4096 // bk, 1), 64)
-    return bm, bk, 8 if bm * bk >= 2048 else 4
+    return Tiles(bm, bk, 8 if bm * bk >= 2048 else 4)
 
 
-def col_tiles(I: int, K: int, splittable: bool) -> tuple[int, int, int]:
-    """(BLOCK_I, BLOCK_K, num_warps) of the column kernel for ``I`` columns walked down ``K`` rows;
-    ``splittable``: whether K may be split over programs (else narrower tiles make more programs)."""
+def col_tiles(I: int, K: int, op: int, size: int) -> Tiles:
+    """The column kernel's tiles for ``I`` columns walked down ``K`` rows of ``size``-byte elements,
+    reduced by ``op``."""
     if BACKEND == "cpu":
         bi = min(next_pow2(I), _CPU_BLOCK)
-        return bi, min(next_pow2(K), max(_CPU_BLOCK // bi, 1)), 1
-    if not splittable:
+        return Tiles(bi, min(next_pow2(K), max(_CPU_BLOCK // bi, 1)), 1)
+    if op in (VAR, LSE):
         # K stays whole in one program: narrow tiles give the machine enough programs.
-        return min(next_pow2(I), 16), min(next_pow2(K), 128), 4
-    # 128 columns (256 bytes of bf16) by 64 rows per load; K is split to fill the machine. On the
-    # H200 sweep, dim 0 of bf16 4096x4096: sum 19.5 us, argmax 29.1, against 24.8 and 45.2 at 256 x 32.
-    bi = min(next_pow2(I), 128)
-    bk = min(next_pow2(K), max(8192 // bi, 1), 64)
-    return bi, bk, 8 if bi * bk >= 4096 else 4
+        return Tiles(min(next_pow2(I), 16), min(next_pow2(K), 128), 4)
+    # 64 columns by up to 64 rows a load, 4 warps; K is split to fill the machine. On the H200 sweep
+    # (benchmarks/results/sweeps/h200-reduction-conv-pointwise.json), dim 0 of bf16 4096x4096: sum 16.5 us
+    # with 3 pipelined stages (the next loads go to shared memory while a step combines), against
+    # 19.7 with one load a step at 128 x 64 and 8 warps, and 20.6 at 128 x 64 with 3 stages.
+    bi = min(next_pow2(I), 64)
+    if op in (ARGMAX, ARGMIN):
+        # The arg ops keep an index per lane too: 64 x 32 blocks, two loads a step issued together
+        # under a cap of 64 registers (argmax 19.3 us, against 27.8 before and 20.1 with 3 stages).
+        # Wider elements would spill under the cap: they are pipelined instead.
+        bk = min(next_pow2(K), 32)
+        if size <= 4:
+            return Tiles(bi, bk, 4, 2, 1, 64)
+        return Tiles(bi, bk, 4, 1, 1 + min((32 << 10) // (bi * bk * size), 2))
+    bk = min(next_pow2(K), 64)
+    return Tiles(bi, bk, 4, 1, 1 + min((32 << 10) // (bi * bk * size), 2))

@@ -14,6 +14,7 @@ from typing import Any
 import triton
 import triton.language as tl
 
+from nbx_core import checks
 from nbx_core import dtypes as D
 from nbx_core.errors import IndexOutOfRangeError, NbxTypeError, NbxValueError, ShapeError
 from nbx_core.kernels.copy import cast_to
@@ -47,6 +48,7 @@ def _xent_kernel(x_ptr, t_ptr, w_ptr, loss_ptr, wt_ptr, flag_ptr, M, C, I, so, s
         bad = keep & ((t < 0) | (t >= C))
         if tl.max(bad.to(tl.int32), axis=0) != 0:
             tl.atomic_max(flag_ptr, 1)
+            tl.store(flag_ptr + 1 + t * 0, t, mask=bad)
         keep = keep & ~bad
         tt = tl.where(keep, t, 0)
         x_t = tl.load(x_ptr + base + tt * sc, mask=keep, other=0).to(ACC)
@@ -147,7 +149,8 @@ def _run(op: str, mode: int, x: NBXTensor, class_dim: int, t: NBXTensor, w: NBXT
     else:
         loss = empty_tensor((rows,), acc, x.device)
     wt = empty_tensor((rows,), acc, x.device)
-    flag = empty_tensor((), D.int32, x.device, zero=True)
+    # Targets out of range raise a checks flag [raised, a bad target], read at the next host wait.
+    flag = checks.slot(x.device) if mode != CLASS_PROBS else wt
     if rows:
         cap = 1024 if BACKEND == "cpu" else 4096
         bc = 1 if mode == NLL else min(next_pow2(px.K), cap)
@@ -167,9 +170,10 @@ def _run(op: str, mode: int, x: NBXTensor, class_dim: int, t: NBXTensor, w: NBXT
         result = pointwise(f"aten::{op}", _div, total, weight_sum, out_dtype=x.dtype)
     else:
         result = loss
-    if mode != CLASS_PROBS and flag.item():
-        raise IndexOutOfRangeError(f"{op}: a target index is out of bounds: targets must lie in [0, {px.K}) "
-                                   f"or equal ignore_index ({ignore_index})")
+    if mode != CLASS_PROBS:
+        checks.raise_later(flag, lambda value: IndexOutOfRangeError(
+            f"{op}: target index {value} is out of bounds: targets must lie in [0, {px.K}) or equal ignore_index "
+            f"({ignore_index})"))
     return result
 
 
