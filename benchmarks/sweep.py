@@ -57,30 +57,41 @@ def sweep_norm(h) -> None:
     ln._plans._plans.clear()
 
 
+def _pointwise_dtype(h, ops: dict, dtype: str) -> None:
+    """The issue's 2^28-element ops in one dtype at each (bytes per thread, warps) candidate."""
+    import nbx_core.pointwise as P
+
+    n = 1 << 28
+    a, b, c = h.randn((n,), dtype), h.randn((n,), dtype), h.randn((n,), "bool")
+    A, B, C = h.nbx(a), h.nbx(b), h.nbx(c)
+    size = a.element_size()
+    cases = [("add", lambda: ops["add"](A, B), lambda: torch.add(a, b), 3 * n * size),
+             ("mul", lambda: ops["mul"](A, B), lambda: torch.mul(a, b), 3 * n * size),
+             ("where", lambda: ops["where"](C, A, B), lambda: torch.where(c, a, b), 3 * n * size + n),
+             ("gelu", lambda: ops["gelu"](A), lambda: F.gelu(a), 2 * n * size),
+             ("silu", lambda: ops["silu"](A), lambda: F.silu(a), 2 * n * size),
+             ("sigmoid", lambda: ops["sigmoid"](A), lambda: torch.sigmoid(a), 2 * n * size)]
+    for nbytes, warps in [(8, 4), (16, 2), (16, 4), (32, 4)]:
+        P.GPU_THREAD_BYTES, P.GPU_WARPS = nbytes, warps
+        P._plans._plans.clear()
+        for name, nbx, ref, io in cases:
+            h.compare(f"{name} thread_bytes={nbytes} warps={warps}", nbx=nbx, torch=ref, shape=(n,), dtype=dtype,
+                      bytes=io)
+
+
 def sweep_pointwise(h) -> None:
     import nbx_core.pointwise as P
     from nbx_core.registry import get_registry
 
     reg = get_registry()
-    add, gelu, sigmoid = (reg.lookup(f"aten::{n}") for n in ("add", "gelu", "sigmoid"))
+    ops = {name: reg.lookup(f"aten::{name}") for name in ("add", "mul", "where", "gelu", "silu", "sigmoid")}
     base = P.GPU_THREAD_BYTES, P.GPU_WARPS
-    n = 1 << 28
-    for dtype in ("bfloat16", "float32"):
-        a, b = h.randn((n,), dtype), h.randn((n,), dtype)
-        A, B = h.nbx(a), h.nbx(b)
-        size = a.element_size()
-        for nbytes, warps in [(16, 4), (32, 4), (64, 4), (16, 8), (32, 8)]:
-            P.GPU_THREAD_BYTES, P.GPU_WARPS = nbytes, warps
-            P._plans._plans.clear()
-            tag = f"thread_bytes={nbytes} warps={warps}"
-            h.compare(f"add {tag}", nbx=lambda: add(A, B), torch=lambda: torch.add(a, b),  # noqa: B023
-                      shape=(n,), dtype=dtype, bytes=3 * n * size)
-            h.compare(f"gelu {tag}", nbx=lambda: gelu(A), torch=lambda: F.gelu(a),  # noqa: B023
-                      shape=(n,), dtype=dtype, bytes=2 * n * size)
-            h.compare(f"sigmoid {tag}", nbx=lambda: sigmoid(A), torch=lambda: torch.sigmoid(a),  # noqa: B023
-                      shape=(n,), dtype=dtype, bytes=2 * n * size)
-    P.GPU_THREAD_BYTES, P.GPU_WARPS = base
-    P._plans._plans.clear()
+    try:
+        for dtype in ("bfloat16", "float32"):
+            _pointwise_dtype(h, ops, dtype)
+    finally:
+        P.GPU_THREAD_BYTES, P.GPU_WARPS = base
+        P._plans._plans.clear()
 
 
 def sweep_attention(h) -> None:
@@ -105,15 +116,13 @@ def sweep_attention(h) -> None:
     B, H, S, D = 16, 32, 4096, 128
     q, k, v = h.randn((B, H, 1, D)), h.randn((B, H, S, D)), h.randn((B, H, S, D))
     Q, K, V = h.nbx(q), h.nbx(k), h.nbx(v)
-    target = fa.TARGET_PROGRAMS
-    for cfg in [(16, 64, 4, 4), (16, 128, 4, 3), (16, 64, 2, 4)]:
-        for programs in (264, 528):
-            fa._config, fa.TARGET_PROGRAMS = (lambda *a, c=cfg: c), programs
-            h.compare(f"sdpa decode bm,bn,warps,stages={cfg} programs={programs}",
-                      nbx=lambda: sdpa.scaled_dot_product_attention(Q, K, V, None, 0.0, False),
-                      torch=lambda: F.scaled_dot_product_attention(q, k, v), shape=(B, H, 1, S, D),
-                      dtype="bfloat16", bytes=(B * H * D * 2 + 2 * B * H * S * D) * 2)
-    fa._config, fa.TARGET_PROGRAMS = base, target
+    for cfg in [(16, 64, 4, 4), (16, 64, 4, 5), (16, 64, 4, 6), (16, 32, 4, 8), (16, 64, 8, 4)]:
+        fa._config = lambda *a, c=cfg: c
+        h.compare(f"sdpa decode bm,bn,warps,stages={cfg} programs={fa.TARGET_PROGRAMS}",
+                  nbx=lambda: sdpa.scaled_dot_product_attention(Q, K, V, None, 0.0, False),
+                  torch=lambda: F.scaled_dot_product_attention(q, k, v), shape=(B, H, 1, S, D),
+                  dtype="bfloat16", bytes=(B * H * D * 2 + 2 * B * H * S * D) * 2)
+    fa._config = base
 
 
 def main(argv: list[str] | None = None) -> int:
