@@ -251,6 +251,22 @@ def test_conv_transpose2d_taps(tiles, monkeypatch):
              [1, 1])
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+def test_conv2d_gpu_tiles_of_64_channel_layers(dtype, monkeypatch):
+    # The GPU's tiles for 3x3 layers of 64 output channels (256 x 64 x 32, 8 warps, 4 stages; chosen
+    # for 65536+ output pixels) on a small layer: numbers on the cpu backend, compiled by aot.
+    from nbx_conv import convolution
+
+    base = convolution._config
+    monkeypatch.setattr(convolution, "BACKEND", "cuda")
+    monkeypatch.setattr(convolution, "_config", lambda m, *a: base(max(m, 65536), *a))
+    assert base(65536, 64, 1, 64, 9, False)[:5] == (256, 64, 32, 8, 4)
+    x = make((2, 64, 9, 13), dtype).to(memory_format=torch.channels_last)  # 234 pixels: a ragged tile
+    w, b = make((64, 64, 3, 3), dtype, seed=1), make((64,), dtype, seed=2)
+    check_op("aten::conv2d", x, w, b, [1, 1], [1, 1], torch_fn=_ref_wide(dtype, torch.ops.aten.conv2d.default),
+             **_tol(dtype))
+
+
 @pytest.mark.parametrize("dtype", ["bfloat16", "float64"])  # float32 and float64 partial sums
 def test_conv_split_reduction(dtype, monkeypatch):
     # Reductions split into parts (as for 7x7 maps on the GPU), summed by a second kernel, bias there.

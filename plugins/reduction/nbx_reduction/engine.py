@@ -14,8 +14,8 @@ on the tiling only through rounding. For the loads in flight that a memory-bound
 step of the loop may load several blocks before combining the first (``Tiles.unroll``; ptxas
 issues them together only under a register cap, ``Tiles.regs``), and the loop may be
 software-pipelined (``Tiles.stages``: the next steps' loads go to shared memory while one step
-combines); the blocks combine in order either way. When the kept positions make too few programs for the machine,
-K is split too, in the same launch: each program stores a partial result, takes a ticket from its
+combines); the blocks combine in order either way. When the kept positions make too few programs
+for the machine, K is split too, in the same launch: each program stores a partial result, takes a ticket from its
 output tile's counter, and the program that takes the tile's last ticket reduces the tile's
 partials (in a fixed order, so the result does not depend on which program finished last) and
 resets the counter for the next launch.
@@ -603,9 +603,9 @@ class Tiles(NamedTuple):
     """A kernel's launch shape: ``block`` kept positions (rows of the row kernel, columns of the
     column kernel) by ``block_k`` reduced elements per load, ``warps``; ``unroll`` loads a step of
     the loop over K; ``stages`` sets that loop's software pipelining (0: the kernel's default of
-    three stages, 1: none); ``regs`` caps the registers of a
-    thread (ptxas's ``.maxnreg``; 0 leaves the choice to ptxas, which then issues only some of a
-    step's loads before it combines the first, to keep under a register count of its own)."""
+    three stages, 1: none); ``regs`` caps the registers of a thread (ptxas's ``.maxnreg``; 0 leaves
+    the choice to ptxas, which then issues only some of a step's loads before it combines the
+    first, to keep under a register count of its own)."""
 
     block: int
     block_k: int
@@ -640,10 +640,11 @@ def col_tiles(I: int, K: int, op: int, size: int) -> Tiles:
     if op in (VAR, LSE):
         # K stays whole in one program: narrow tiles give the machine enough programs.
         return Tiles(min(next_pow2(I), 16), min(next_pow2(K), 128), 4)
-    # 64 columns by up to 64 rows a load, 4 warps; K is split to fill the machine. On the H200 sweep
-    # (benchmarks/results/sweeps/h200-reduction-conv-pointwise.json), dim 0 of bf16 4096x4096: sum 16.5 us
-    # with 3 pipelined stages (the next loads go to shared memory while a step combines), against
-    # 19.7 with one load a step at 128 x 64 and 8 warps, and 20.6 at 128 x 64 with 3 stages.
+    # 64 columns by up to 64 rows a load, 4 warps; K is split to fill the machine. On the H200
+    # sweep (benchmarks/results/sweeps/h200-reduction-conv-pointwise.json), dim 0 of bf16
+    # 4096x4096: sum 16.5 us with 3 pipelined stages (the next loads go to shared memory while a
+    # step combines), against 19.7 with one load a step at 128 x 64 and 8 warps, and 20.6 at
+    # 128 x 64 with 3 stages.
     bi = min(next_pow2(I), 64)
     if op in (ARGMAX, ARGMIN):
         # The arg ops keep an index per lane too: 64 x 32 blocks, two loads a step issued together
