@@ -2,9 +2,9 @@
 
 Shapes: softmax bf16 8192x4096 (Llama-style logits block); sdpa bf16 (B, H, S, D) = (4, 32, 4096,
 128) causal and not, (16, 12, 512, 64) (BERT-base), (1, 32, 16384, 128) (long context); decoding
-with one query against 4096 keys, 32 heads, D 128, batch 16. Torch runs its default sdpa backend
-(cuDNN or flash on an H200). FLOPs count the two matmuls, 4*B*H*L*S*D, halved for causal; bytes
-count what the op must read plus what it writes.
+with one query against 4096 keys, 32 heads, D 128, batch 16 (and batch 1, where the keys split).
+Torch runs its default sdpa backend (cuDNN or flash on an H200). FLOPs count the two matmuls,
+4*B*H*L*S*D, halved for causal; bytes count what the op must read plus what it writes.
 """
 
 from __future__ import annotations
@@ -47,3 +47,5 @@ def run(h) -> None:
     _sdpa(h, 1, 32, 16384, 16384, 128, True, "sdpa long causal")
     _sdpa(h, 1, 32, 16384, 16384, 128, False, "sdpa long")
     _sdpa(h, 16, 32, 1, 4096, 128, False, "sdpa decode")
+    # Batch 1: 32 programs would leave the GPU idle, so the keys split (the last split merges).
+    _sdpa(h, 1, 32, 1, 4096, 128, False, "sdpa decode b1")

@@ -121,6 +121,8 @@ def test_decoding(dtype):
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_split_keys_path(causal, monkeypatch):
+    # Keys split between programs, the last of a row block merging; five split launches in a row,
+    # each finding the ticket counters the one before left at zero.
     import nbx_attention.flash_attention as fa
 
     monkeypatch.setattr(fa, "TARGET_PROGRAMS", 64)

@@ -17,8 +17,9 @@ A row that sees no key (all masked) outputs zeros, as torch's CPU sdpa does; its
 caller's ``masked_lse`` (0 for torch's CPU flash kernel, +inf for the CUDA ones).
 
 When few programs would cover the GPU (decoding: query length 1), the key range is split over a
-third grid axis (flash-decoding); each split writes its partial (acc, m, l) in float32 and a second
-kernel merges them.
+third grid axis (flash-decoding); each split writes its partial (acc, m, l) in float32, and the
+last split of a row block to finish (a ticket, :mod:`nbx_core.kernels.tickets`) merges them in
+split order.
 
 Triton's interpreter multiplies bfloat16 ``tl.dot`` operands wrongly (it reads their bits as
 integers): every dot's
@@ -28,6 +29,7 @@ operands go through ``nbx_core.kernels.dot.dot_operand``, which widens them to f
 import math
 
 from nbx_core.kernels.dot import dot_operand
+from nbx_core.kernels.tickets import last_to_arrive, tickets
 from nbx_core.launch import BACKEND, cdiv, launch, next_pow2
 
 # isort: split
@@ -109,7 +111,30 @@ def _store_result(acc, m_i, l_i, o_ptr, lse_ptr, offs_m, offs_dv, L, som, sod, s
 
 
 @triton.jit
-def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml_ptr,
+def _merge_splits(part_ptr, ml_ptr, zh, n_split, L, offs_m, offs_dv, BLOCK_M: tl.constexpr,
+                  BLOCK_DV: tl.constexpr, ACC: tl.constexpr):
+    """(acc, m, l) of the whole key range from the splits' partials of (z, h), merged in split order."""
+    rows_ok = offs_m < L
+    m_i = tl.full([BLOCK_M], float("-inf"), ACC)
+    l_i = tl.zeros([BLOCK_M], ACC)
+    acc = tl.zeros([BLOCK_M, BLOCK_DV], ACC)
+    for s in range(0, n_split):
+        row = (zh.to(tl.int64) * n_split + s) * L + offs_m
+        m_s = tl.load(ml_ptr + row * 2, mask=rows_ok, other=float("-inf"))
+        l_s = tl.load(ml_ptr + row * 2 + 1, mask=rows_ok, other=0.0)
+        a_s = tl.load(part_ptr + row[:, None] * BLOCK_DV + offs_dv[None, :], mask=rows_ok[:, None], other=0.0)
+        m_new = tl.maximum(m_i, m_s)
+        m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+        alpha = tl.exp2(m_i - m_use)
+        beta = tl.exp2(m_s - m_use)
+        acc = acc * alpha[:, None] + a_s * beta[:, None]
+        l_i = l_i * alpha + l_s * beta
+        m_i = m_new
+    return acc, m_i, l_i
+
+
+@triton.jit
+def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml_ptr, cnt_ptr,
                      H, L, S, GK, GV, split_len, scale32, scale64: tl.float64, masked_lse,
                      sqz, sqh, sqm, sqd, skz, skh, skn, skd, svz, svh, svn, svd,
                      smz, smh, smm, smn, soz, soh, som, sod, slz, slh, slm,
@@ -162,41 +187,17 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml
         tl.store(part_ptr + row[:, None] * BLOCK_DV + offs_dv[None, :], acc, mask=rows_ok[:, None])
         tl.store(ml_ptr + row * 2, m_i, mask=rows_ok)
         tl.store(ml_ptr + row * 2 + 1, l_i, mask=rows_ok)
+        # The last split of these rows to finish merges them all.
+        if last_to_arrive(cnt_ptr, zh * tl.num_programs(0) + start_m, n_split):
+            merged, m_all, l_all = _merge_splits(part_ptr, ml_ptr, zh, n_split, L, offs_m, offs_dv, BLOCK_M,
+                                                 BLOCK_DV, ACC)
+            _store_result(merged, m_all, l_all, o_ptr + z * soz + h.to(tl.int64) * soh,
+                          lse_ptr + z * slz + h.to(tl.int64) * slh, offs_m, offs_dv, L, som, sod, slm,
+                          masked_lse, EV, STORE_LSE)
     else:
         _store_result(acc, m_i, l_i, o_ptr + z * soz + h.to(tl.int64) * soh,
                       lse_ptr + z * slz + h.to(tl.int64) * slh, offs_m, offs_dv, L, som, sod, slm, masked_lse,
                       EV, STORE_LSE)
-
-
-@triton.jit
-def _merge_splits_kernel(part_ptr, ml_ptr, o_ptr, lse_ptr, H, L, n_split, masked_lse,
-                         soz, soh, som, sod, slz, slh, slm,
-                         EV: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_DV: tl.constexpr,
-                         STORE_LSE: tl.constexpr, ACC: tl.constexpr):
-    start_m = tl.program_id(0)
-    zh = tl.program_id(1)
-    z = (zh // H).to(tl.int64)
-    h = (zh % H).to(tl.int64)
-    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_dv = tl.arange(0, BLOCK_DV)
-    rows_ok = offs_m < L
-    m_i = tl.full([BLOCK_M], float("-inf"), ACC)
-    l_i = tl.zeros([BLOCK_M], ACC)
-    acc = tl.zeros([BLOCK_M, BLOCK_DV], ACC)
-    for s in range(0, n_split):
-        row = (zh.to(tl.int64) * n_split + s) * L + offs_m
-        m_s = tl.load(ml_ptr + row * 2, mask=rows_ok, other=float("-inf"))
-        l_s = tl.load(ml_ptr + row * 2 + 1, mask=rows_ok, other=0.0)
-        a_s = tl.load(part_ptr + row[:, None] * BLOCK_DV + offs_dv[None, :], mask=rows_ok[:, None], other=0.0)
-        m_new = tl.maximum(m_i, m_s)
-        m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
-        alpha = tl.exp2(m_i - m_use)
-        beta = tl.exp2(m_s - m_use)
-        acc = acc * alpha[:, None] + a_s * beta[:, None]
-        l_i = l_i * alpha + l_s * beta
-        m_i = m_new
-    _store_result(acc, m_i, l_i, o_ptr + z * soz + h * soh, lse_ptr + z * slz + h * slh, offs_m, offs_dv, L,
-                  som, sod, slm, masked_lse, EV, STORE_LSE)
 
 
 def _config(dtype: D.DType, L: int, S: int, E: int, EV: int) -> tuple[int, int, int, int]:
@@ -247,24 +248,18 @@ def flash_forward(q: NBXTensor, k: NBXTensor, v: NBXTensor, mask: NBXTensor | No
     programs = cdiv(L, bm) * Z * H
     n_split, per = _splits(programs, S, bn)
     split = n_split > 1
-    part = ml = out
+    part = ml = cnt = out
     if split:
         part = empty_tensor((Z * H * n_split * L * bdv,), acc, q.device)
         ml = empty_tensor((Z * H * n_split * L * 2,), acc, q.device)
+        cnt = tickets(q.device, cdiv(L, bm) * Z * H)
     kind = 0 if mask is None else 1 if mask.dtype is D.bool_ else 2
     ms = mask.stride() if mask is not None else (0, 0, 0, 0)
     ls = lse.stride() if lse is not None else (0, 0, 0)
-    common = dict(EV=EV, BLOCK_DV=bdv, STORE_LSE=lse is not None, ACC=tl_dtype(acc))
     launch(_attn_fwd_kernel, (cdiv(L, bm), Z * H, n_split), q, k, v, mask if mask is not None else q, out,
-           lse if lse is not None else out, part, ml,
+           lse if lse is not None else out, part, ml, cnt,
            H, L, S, H // k.shape[1], H // v.shape[1], per, scale * LOG2E, scale * LOG2E, float(masked_lse),
            *q.stride(), *k.stride(), *v.stride(), *ms, *out.stride(), *ls,
            E=E, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=bd, MASK_KIND=kind, CAUSAL=causal, SPLIT=split,
            PREC="ieee" if q.dtype in (D.float32, D.float64) else "tf32",
-           num_warps=warps, num_stages=stages,
-           **common)
-    if split:
-        mbm = max(16, min(64, next_pow2(L)))
-        launch(_merge_splits_kernel, (cdiv(L, mbm), Z * H), part, ml, out, lse if lse is not None else out,
-               H, L, n_split, float(masked_lse), *out.stride(), *ls, BLOCK_M=mbm,
-               num_warps=4 if BACKEND != "cpu" else 1, **common)
+           EV=EV, BLOCK_DV=bdv, STORE_LSE=lse is not None, ACC=tl_dtype(acc), num_warps=warps, num_stages=stages)
