@@ -142,3 +142,73 @@ def test_bool_lanes(tiling: None) -> None:
     x[2, list(_LATE)] = True
     x[3, K - 1] = True
     _check(x, lse=False)
+
+
+@pytest.mark.parametrize(("dtype", "k"), [("bfloat16", 4096), ("bfloat16", 1500), ("float32", 1500),
+                                          ("float64", 1500), ("int32", 1500), ("uint8", 1500), ("bool", 1500)])
+def test_gpu_arg_rows(monkeypatch, dtype: str, k: int) -> None:
+    """The GPU's tiles for the arg ops on rows of 1024 to 4096 elements: blocks of 1024, four a step
+    (the row of 4096 in one step, unmasked; of 1500, two blocks a step, the last 548 lanes masked).
+    Ties of small integers
+    everywhere, and of the top value at 700, 1400 and the last element, at the last two elements;
+    NaNs (the first at 60, after infs; at the first and the last element); all -inf, one finite
+    after -infs, one -inf among infs. Integers place their type's extremes likewise (and fill a
+    row with the minimum, the identity of argmax); bool (max and min only) all False, all True,
+    one True last."""
+    from nbx_reduction import engine as E
+
+    E._steps._plans.clear()
+    monkeypatch.setattr(E, "BACKEND", "cuda")
+    if dtype in ("bfloat16", "float32", "float64"):
+        rows = [make((k,), "float64", low=-3, high=4, seed=11).round()]
+        for top, at in ((9.0, [k - 1, 700, 1400]), (INF, [k - 2, k - 1])):
+            r = rows[0].clone()
+            r[at] = top
+            r[[5, 900]] = -top
+            rows.append(r)
+        r = rows[0].clone()
+        r[[3, 40]] = INF
+        r[[1200, 60, k - 1]] = NAN
+        rows.append(r)
+        r = rows[0].clone()
+        r[[0, k - 1]] = NAN
+        rows.append(r)
+        rows.append(torch.full((k,), -INF, dtype=torch.float64))
+        r = torch.full((k,), -INF, dtype=torch.float64)
+        r[k - 1] = 0.0
+        rows.append(r)
+        r = torch.full((k,), INF, dtype=torch.float64)
+        r[1000] = -INF
+        rows.append(r)
+    elif dtype == "bool":
+        rows = [make((k,), "int64", low=0, high=2, seed=11), torch.zeros(k, dtype=torch.int64),
+                torch.ones(k, dtype=torch.int64)]
+        r = torch.zeros(k, dtype=torch.int64)
+        r[k - 1] = 1
+        rows.append(r)
+    else:
+        info = torch.iinfo(getattr(torch, dtype))
+        rows = [make((k,), "int64", low=0, high=5, seed=11)]
+        for at in ([k - 1, 700, 1400], [k - 2, k - 1]):
+            r = rows[0].clone()
+            r[at] = info.max
+            r[[5, 900]] = info.min
+            rows.append(r)
+        rows.append(torch.full((k,), info.min, dtype=torch.int64))
+        r = torch.full((k,), info.min, dtype=torch.int64)
+        r[k - 1] = info.min + 1
+        rows.append(r)
+    x = torch.stack(rows).to(getattr(torch, dtype))
+    try:
+        if dtype != "bool":
+            check_op("aten::argmax", x, 1)
+            check_op("aten::argmin", x, 1, True)
+        check_op("aten::max.dim", x, 1)
+        check_op("aten::min.dim", x, 1)
+        plans = [st.run.kwargs for _, st in E._steps.items()]
+        assert len(plans) == (2 if dtype == "bool" else 4)
+        assert all(w["BLOCK_K"] == 1024 and w["UNROLL"] == (4 if k == 4096 else 2) and w["EVEN"] == (k == 4096)
+                   for w in plans)
+    finally:
+        E._steps._plans.clear()
+

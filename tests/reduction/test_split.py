@@ -87,7 +87,7 @@ def test_split_arg_ties_and_nans(split: None) -> None:
 def test_split_counters_reset(split: None) -> None:
     """Each launch leaves its tile counters at zero: a second launch of the same plan on other
     values is right (with a counter left behind, its last program would never combine)."""
-    from nbx_reduction import engine as E
+    from nbx_core.kernels import tickets
 
     for x, dim in _inputs("float32")[:3]:
         for seed in (5, 6):
@@ -99,7 +99,7 @@ def test_split_counters_reset(split: None) -> None:
                 # The partials are combined in a fixed order, whichever program finishes last.
                 assert torch.equal(to_torch(first), to_torch(again))
     if numeric():
-        assert E._counters and all(not to_torch(c).any() for c in E._counters.values())
+        assert tickets._counters and all(not to_torch(c).any() for c in tickets._counters.values())
 
 
 def test_gpu_tiles_on_long_rows(monkeypatch) -> None:

@@ -10,19 +10,21 @@ allow (else it makes the permuted input contiguous). Then one of two kernels run
   ``BLOCK_I`` neighbouring columns and walks down ``K``, reading coalesced row segments.
 
 Both accumulate per lane across the loop and reduce the lanes once at the end, so a result depends
-on the tiling only through rounding. For the loads in flight that a memory-bound loop needs, a
-step of the loop may load several blocks before combining the first (``Tiles.unroll``; ptxas
-issues them together only under a register cap, ``Tiles.regs``), and the loop may be
-software-pipelined (``Tiles.stages``: the next steps' loads go to shared memory while one step
-combines); the blocks combine in order either way. When the kept positions make too few programs
-for the machine, K is split too, in the same launch: each program stores a partial result, takes a ticket from its
-output tile's counter, and the program that takes the tile's last ticket reduces the tile's
-partials (in a fixed order, so the result does not depend on which program finished last) and
-resets the counter for the next launch.
+on the tiling only through rounding (the arg ops take the extreme of the lanes, then the smallest
+index among the lanes holding it). For the loads in flight that a memory-bound loop needs, a step
+of the loop may load several blocks before combining the first (``Tiles.unroll``; ptxas issues
+them together only under a register cap, ``Tiles.regs``), and the loop may be software-pipelined
+(``Tiles.stages``: the next steps' loads go to shared memory while one step combines); the blocks
+combine in order either way. When the kept positions make too few programs for the machine, K is
+split too, in the same launch: each program stores a partial result, takes a ticket from its
+output tile's counter (:mod:`nbx_core.kernels.tickets`), and the program that takes the tile's
+last ticket reduces the tile's partials (in a fixed order, so the result does not depend on which
+program finished last) and resets the counter for the next launch.
 
 The op is a set of constexpr codes: ``OP`` (how elements combine), ``PRE`` (a transform of each
 element: abs, square, power, nonzero) and ``POST`` (a transform of the result: mean, sqrt, power,
-variance, logsumexp). Half types accumulate in float32.
+variance, logsumexp; a mean over a power-of-two count multiplies by the exact reciprocal). Half
+types accumulate in float32.
 """
 
 import math
@@ -37,9 +39,9 @@ import triton
 import triton.language as tl
 
 from nbx_core import dtypes as D
-from nbx_core.device import Device
 from nbx_core.kernels.copy import cast_to
 from nbx_core.kernels.indexing import needs_int64
+from nbx_core.kernels.tickets import last_to_arrive, tickets
 from nbx_core.ops import copy as C
 from nbx_core.ops import views as V
 from nbx_core.plans import PlanCache, geometry
@@ -51,8 +53,9 @@ from nbx_core.tensor import NBXTensor, empty_tensor
 SUM, PROD, MAX, MIN, ARGMAX, ARGMIN, VAR, LSE = range(8)
 # PRE codes: the element transform before combining.
 P_NONE, P_ABS, P_SQUARE, P_POW, P_NONZERO = range(5)
-# POST codes: the result transform after combining.
-Q_NONE, Q_SQRT, Q_ROOT, Q_MEAN, Q_VAR, Q_STD, Q_LSE = range(7)
+# POST codes: the result transform after combining (Q_SCALE multiplies by p: a mean over a
+# power-of-two count, which the engine turns into a multiply by its exact reciprocal).
+Q_NONE, Q_SQRT, Q_ROOT, Q_MEAN, Q_VAR, Q_STD, Q_LSE, Q_SCALE = range(8)
 
 # On the interpreter each program costs Python time: few, large programs; the loop over K still
 # runs (and is tested) for rows longer than this.
@@ -79,19 +82,6 @@ def _min_combine(a, b):
 @triton.jit
 def _mul_combine(a, b):
     return a * b
-
-
-@triton.jit
-def _argmax_combine(a, ia, b, ib):
-    # The larger value, the first index of equal ones; NaN wins (its index is found apart).
-    take = (a > b) | ((a == b) & (ia < ib)) | (a != a)
-    return tl.where(take, a, b), tl.where(take, ia, ib)
-
-
-@triton.jit
-def _argmin_combine(a, ia, b, ib):
-    take = (a < b) | ((a == b) & (ia < ib)) | (a != a)
-    return tl.where(take, a, b), tl.where(take, ia, ib)
 
 
 @triton.jit
@@ -171,7 +161,47 @@ def _post(r, count, p, corr, POST: tl.constexpr, ACC: tl.constexpr):
         r = (r / tl.maximum(count - corr, 0.0)).to(ACC)
         if POST == 5:
             r = tl.sqrt(r)
+    elif POST == 7:
+        r = (r * p).to(ACC)
     return r
+
+
+@triton.jit
+def _lanes(x_ptr, base, ok, kr, k_lo, K, sk, p, OP: tl.constexpr, PRE: tl.constexpr, SRC: tl.constexpr,
+           ACC: tl.constexpr, IDENT: tl.constexpr, S0: tl.constexpr, S1: tl.constexpr, BLOCK_K: tl.constexpr,
+           UNROLL: tl.constexpr, STAGES: tl.constexpr, INT64: tl.constexpr, EVEN: tl.constexpr):
+    """The loop over ``k_lo <= k < K``: each lane of the ``[S0, S1]`` tile combines the elements it
+    sees; returns the lanes and (for the arg ops) the start of the block where each last took a value."""
+    acc = tl.full([S0, S1], IDENT, ACC)
+    # The arg ops' lanes keep the start of the block where they last took a value; the element's
+    # index is that plus the lane id. A lane that takes none keeps k_lo.
+    if INT64:
+        at = tl.full([S0, S1], 0, tl.int64) + k_lo
+    else:
+        at = tl.full([S0, S1], 0, tl.int32) + k_lo
+    for k0 in tl.range(k_lo, K, BLOCK_K * UNROLL, num_stages=STAGES if STAGES > 0 else None):
+        raws = ()
+        for u in tl.static_range(UNROLL):
+            k = kr + (k0 + u * BLOCK_K)
+            raws = raws + (_load(x_ptr + base + k * sk, ok & (k < K), EVEN),)
+        for u in tl.static_range(UNROLL):
+            k = kr + (k0 + u * BLOCK_K)
+            x = _element(raws[u], p, SRC, ACC, PRE)
+            acc, at = _fold(acc, at, x, ok & (k < K), k0 + u * BLOCK_K, OP, IDENT, EVEN)
+    return acc, at
+
+
+@triton.jit
+def _arg_first(v, ix, none, OP: tl.constexpr, AXIS: tl.constexpr):
+    """The arg ops' extreme of the lanes ``v`` along ``AXIS`` (NaN wins) and the smallest of the
+    indices ``ix`` among the lanes equal to it (``none`` where no lane is: a NaN extreme), in two
+    plain reductions."""
+    if OP == 4:
+        r = tl.reduce(v, AXIS, _max_combine)
+    else:
+        r = tl.reduce(v, AXIS, _min_combine)
+    ri = tl.min(tl.where(v == tl.expand_dims(r, AXIS), ix, none), axis=AXIS)
+    return r, ri
 
 
 @triton.jit
@@ -194,22 +224,8 @@ def _reduce(x_ptr, base, ok, kr, k_lo, K, count, sk, p, corr,
     one combines; 0 keeps the kernel's default, 1 turns it off). Returns the reduced values and (for
     the arg ops) their indices.
     """
-    acc = tl.full([S0, S1], IDENT, ACC)
-    # The arg ops' lanes keep the start of the block where they last took a value; the element's
-    # index is that plus the lane id. A lane that takes none keeps k_lo.
-    if INT64:
-        at = tl.full([S0, S1], 0, tl.int64) + k_lo
-    else:
-        at = tl.full([S0, S1], 0, tl.int32) + k_lo
-    for k0 in tl.range(k_lo, K, BLOCK_K * UNROLL, num_stages=STAGES if STAGES > 0 else None):
-        raws = ()
-        for u in tl.static_range(UNROLL):
-            k = kr + (k0 + u * BLOCK_K)
-            raws = raws + (_load(x_ptr + base + k * sk, ok & (k < K), EVEN),)
-        for u in tl.static_range(UNROLL):
-            k = kr + (k0 + u * BLOCK_K)
-            x = _element(raws[u], p, SRC, ACC, PRE)
-            acc, at = _fold(acc, at, x, ok & (k < K), k0 + u * BLOCK_K, OP, IDENT, EVEN)
+    acc, at = _lanes(x_ptr, base, ok, kr, k_lo, K, sk, p, OP, PRE, SRC, ACC, IDENT, S0, S1, BLOCK_K, UNROLL,
+                     STAGES, INT64, EVEN)
     if OP == 0:
         r = tl.sum(acc, axis=AXIS)
     elif OP == 1:
@@ -219,12 +235,9 @@ def _reduce(x_ptr, base, ok, kr, k_lo, K, count, sk, p, corr,
     elif OP == 3:
         r = tl.reduce(acc, AXIS, _min_combine)
     elif OP == 4 or OP == 5:
-        # The extreme and the first index holding it, in one reduction over the lanes. Lanes that
-        # took nothing hold IDENT at their first element, so an all-IDENT row answers k_lo.
-        if OP == 4:
-            r, ri = tl.reduce((acc, at + kr), AXIS, _argmax_combine)
-        else:
-            r, ri = tl.reduce((acc, at + kr), AXIS, _argmin_combine)
+        # The extreme and the first index holding it. Lanes that took nothing hold IDENT at their
+        # first element, so an all-IDENT row answers k_lo.
+        r, ri = _arg_first(acc, at + kr, K, OP, AXIS)
         if ACC.is_floating():
             # A NaN result (rare): its index is the first NaN's, found by a second pass.
             nan = r != r
@@ -236,7 +249,6 @@ def _reduce(x_ptr, base, ok, kr, k_lo, K, count, sk, p, corr,
                     x = _element(_load(x_ptr + base + k * sk, m, EVEN), p, SRC, ACC, PRE)
                     first = tl.minimum(first, tl.where(m & (x != x), k, K))
                 ri = tl.where(nan, tl.min(first, axis=AXIS), ri)
-        ri = ri.to(tl.int64)
     elif OP == 6:
         # Variance: a second pass over the row around its mean (exact for float32 and float64).
         mean = tl.sum(acc, axis=AXIS) / count
@@ -262,7 +274,7 @@ def _reduce(x_ptr, base, ok, kr, k_lo, K, count, sk, p, corr,
         r = tl.log(tl.sum(s, axis=AXIS)) + mx
     r = _post(r, count, p, corr, POST, ACC)
     if OP == 4 or OP == 5:
-        out_i = ri
+        out_i = ri.to(tl.int64)
     else:
         out_i = r
     return r, out_i
@@ -271,18 +283,11 @@ def _reduce(x_ptr, base, ok, kr, k_lo, K, count, sk, p, corr,
 @triton.jit
 def _last(part_ptr, pidx_ptr, cnt_ptr, tile, off, v, ix, ok, splits, ARG: tl.constexpr):
     """Store this program's partial of its tile; whether it is the last of the tile's ``splits``
-    programs to do so (it then resets the tile's counter for the next launch)."""
+    programs to do so."""
     tl.store(part_ptr + off, v, mask=ok)
     if ARG:
         tl.store(pidx_ptr + off, ix, mask=ok)
-    # Every thread's partial is stored before the ticket, whose release publishes them; its
-    # acquire makes the other programs' partials visible to the last one.
-    tl.debug_barrier()
-    ticket = tl.atomic_add(cnt_ptr + tile, 1, sem="acq_rel")
-    last = ticket == splits - 1
-    if last:
-        tl.store(cnt_ptr + tile, 0)
-    return last
+    return last_to_arrive(cnt_ptr, tile, splits)
 
 
 @triton.jit
@@ -482,7 +487,7 @@ def reduce(x: NBXTensor, dims: tuple[int, ...], keepdim: bool, op: int, out_dtyp
     if st.partials:
         part = empty_tensor(st.partials, st.acc, device)
         pidx = empty_tensor(st.partials, D.int64, device) if op in (ARGMAX, ARGMIN) else part
-        st.run(src_x, values, indices, part, pidx, _tickets(device, st.tiles))
+        st.run(src_x, values, indices, part, pidx, tickets(device, st.tiles))
     else:
         st.run(src_x, values, indices, values, values, values)
     return tuple(outs) if store == 3 else outs[0]
@@ -540,6 +545,10 @@ class _Steps:
             reach = _Reach(self.shape)
         # The final reduction of the partials uses a tile no larger than the main one.
         bs = min(next_pow2(splits), bk) if splits > 1 else 1
+        if post == Q_MEAN and pre != P_POW and count > 0 and count & (count - 1) == 0:
+            # The reciprocal of a power of two is exact: one multiply gives the quotient, rounded
+            # once, where a division costs several instructions (and is approximate on a GPU).
+            post, p = Q_SCALE, 1.0 / count
         meta = dict(OP=op, PRE=pre, POST=post, SRC=tl_dtype(src), ACC=tl_dtype(acc), IDENT=ident, STORE=store,
                     SPLIT=splits > 1, BLOCK_S=bs,
                     INT64=needs_int64(splits * pl.O * pl.K * pl.I + step, pl.x, reach),
@@ -568,25 +577,6 @@ class _Reach:
 
 
 _steps: PlanCache[_Steps] = PlanCache()
-
-# Ticket counters of split launches, per device and stream (and CUDA-graph capture): every launch
-# leaves its counters at zero, so launches queued one after another on a stream share them.
-_counters: dict[tuple, NBXTensor] = {}
-
-
-def _tickets(device: Device, n: int) -> NBXTensor:
-    """At least ``n`` int32 counters at zero on ``device`` for a split launch on the current stream."""
-    key: tuple = (device,)
-    if device.type == "cuda":
-        from nbx_core.memory import cuda
-
-        key = (device, cuda.current_stream(), cuda.capture_id())
-    t = _counters.get(key)
-    if t is None or t.shape[0] < n:
-        # A replaced buffer is freed in stream order, after the launches that use it.
-        t = _counters[key] = empty_tensor((max(next_pow2(n), 1024),), D.int32, device, zero=True)
-    return t
-
 
 def _splits(op: int, programs: int, K: int, bk: int) -> int:
     """How many slices of K to reduce apart (variance and logsumexp never split)."""
@@ -620,10 +610,18 @@ def row_tiles(rows: int, K: int, op: int, size: int) -> Tiles:
     if BACKEND == "cpu":
         bk = min(next_pow2(K), _CPU_BLOCK)
         return Tiles(min(next_pow2(rows), max(_CPU_BLOCK // bk, 1)), bk, 1)
+    if op in (ARGMAX, ARGMIN) and 1024 <= K <= 4096:
+        # Rows of up to 4096: a step loads four blocks (the whole row) at once under a cap of 64
+        # registers. H200 sweep (benchmarks/results/sweeps/h200-reduction-linalg-tma.json), argmax of
+        # bf16 8192x4096: 20.8 us against 23.0 with one block a step, 20.9 with the row as one block
+        # and a loop-free finish, 21.1 with two rows of 4096 at 8 warps. Longer rows gain nothing
+        # (4096x32768: 67.5 us against 66.4).
+        return Tiles(1, 1024, 4, 4, 1, 64)
     if K >= 1024:
         # One row per program, 1024 elements and 4 warps a load: on the H200 sweep
-        # (benchmarks/results/sweeps/h200-reduction.json) the arg ops gain most (argmax of bf16
-        # 8192x4096 23.1 us against 26.9 at 2048/8 warps and 33.0 at 4096/8), sum and amax are even.
+        # (benchmarks/results/sweeps/h200-reduction.json) the arg ops' loop gains most (argmax of
+        # bf16 8192x4096 23.1 us against 26.9 at 2048/8 warps and 33.0 at 4096/8), sum and amax are
+        # even.
         return Tiles(1, 1024, 4)
     # Short rows: several per program, to fill a tile of about 4096 elements.
     bk = next_pow2(K)
