@@ -32,7 +32,6 @@ def run(h) -> None:
         h.compare("linear", nbx=lambda A=A, W=W, Bias=Bias: linear(A, W, Bias),
                   torch=lambda a=a, w=w, bias=bias: torch.nn.functional.linear(a, w, bias),
                   shape=(m, n, k), dtype="bfloat16", flops=flops)
-        del a, b, w, bias, A, B, W, Bias
 
     for batch, m, n, k in BMM_SHAPES:
         a, b = h.randn((batch, m, k)), h.randn((batch, k, n))
@@ -60,28 +59,36 @@ def run(h) -> None:
               dtype="bfloat16", flops=2 * 96 * 512 * 512 * 64)
 
 
-# Sweep candidates, (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages); the first of each list
-# is what h200.json held before this sweep was added. Kept few: each compiles a kernel variant per layout
-# (35 in all, about 1 s each when compiled for sm_90 on a CPU) and the whole sweep must stay under 90 s.
-# The first H200 sweep ruled out GROUP_M 16, 4 stages and BLOCK_K 128 for these shapes.
-LARGE = [(128, 256, 64, 8, 8, 3), (256, 128, 64, 8, 8, 3), (128, 128, 64, 8, 8, 3)]
-HUGE = LARGE
-DECODE = [(16, 32, 256, 1, 4, 4), (16, 32, 256, 1, 4, 6), (16, 16, 256, 1, 4, 4)]
-# One or two K steps (K = 64, 128): few stages, so more programs fit an SM and hide the store.
-SMALL_K = [(128, 64, 64, 8, 4, 3), (128, 64, 64, 8, 4, 2), (128, 128, 64, 8, 4, 2), (128, 128, 64, 8, 8, 2),
-           (64, 128, 64, 8, 4, 2)]
-F32 = [(128, 128, 32, 8, 8, 3), (128, 128, 32, 8, 4, 3), (128, 128, 16, 8, 4, 4)]
+# Sweep candidates, (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, TMA): TMA 0 loads the
+# operands with pointers (cp.async), 1 with the copy engine (descriptors built on the device). The first
+# of each list is what h200.json ships. Kept few: each compiles a kernel variant per layout (about 1 s
+# each) and the whole sweep must stay under 90 s; groups run most important first.
+PTR, TMA_ = 0, 1
+# BLOCK_K 128 reads 256 contiguous bytes per row of a K-major tile instead of 128.
+SQUARE = [(128, 256, 64, 8, 8, 3, PTR), (256, 128, 64, 8, 8, 3, PTR), (128, 128, 128, 8, 8, 3, PTR),
+          (128, 256, 64, 8, 8, 3, TMA_), (128, 256, 64, 8, 8, 4, TMA_), (256, 128, 64, 8, 8, 3, TMA_)]
+# BERT's FFN (K = 768, 12 K steps): the earlier sweep's best NT tile, 128x128, joins.
+FFN = [(128, 256, 64, 8, 8, 3, PTR), (128, 128, 64, 8, 8, 3, PTR), (128, 256, 64, 8, 8, 3, TMA_),
+       (128, 128, 64, 8, 8, 4, TMA_)]
+HUGE_NT = [(128, 256, 64, 8, 8, 3, PTR), (256, 128, 64, 8, 8, 3, PTR), (128, 256, 64, 8, 8, 3, TMA_)]
+SCORES = [(64, 128, 64, 8, 4, 2, PTR), (128, 64, 64, 8, 4, 2, PTR), (64, 128, 64, 8, 4, 2, TMA_),
+          (128, 64, 64, 8, 4, 2, TMA_)]
+# Prefill scores (K = 128, two K steps; the 268 MB output dominates): one BLOCK_K 128 step, fewer
+# stages and warps so that more programs share an SM and one's stores overlap another's products.
+PREFILL = [(128, 128, 64, 8, 8, 2, PTR), (128, 128, 128, 8, 8, 1, PTR), (128, 128, 128, 8, 4, 1, PTR),
+           (128, 256, 128, 8, 8, 1, PTR), (64, 256, 128, 8, 4, 1, PTR), (128, 128, 64, 8, 4, 2, TMA_)]
 _SWEEP_BUDGET_S = 85.0
 
 
 def sweep(h) -> None:
-    """Time candidate GEMM tile configurations per benchmark shape and operand layout against torch.
+    """Time GEMM load paths and tiles for linear's K-major weight (layout NT) against mm (NN).
 
-    ``matmul._config`` is swapped for each candidate (and restored): mm (layout NN) and linear with
-    a bias (NT, W stored (N, K)) for each candidate, then addmm (NN with a bias row) with the best
-    mm candidate; bmm as stored (NN) and as attention scores q @ k^T (NT). Names carry the layout
-    and the candidate; ``table`` marks what the shipped table picks. Groups run most important
-    first; a group that would start past the time budget is skipped and reported as an error.
+    ``matmul._config`` is swapped for each candidate (and restored). Per square and BERT shape: mm
+    (NN) and linear with a bias (NT, W stored (N, K)) for each candidate; at 4096^3 also linear
+    without a bias (the case Triton 3.6 used to compile with serialised wgmmas); linear at 8192^3;
+    attention scores q @ k^T (batched NT). Names carry the op, layout, load path (ptr: cp.async
+    pointer loads, tma: tensor descriptors) and tile; ``table`` marks what the shipped table picks.
+    A group that would start past the time budget is skipped and reported as an error.
     """
     import time
 
@@ -93,17 +100,15 @@ def sweep(h) -> None:
     from nbx_core.ops.views import transpose
 
     start, base = time.perf_counter(), M._config
-    keys = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages")
+    keys = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages", "TMA")
 
-    def label(cand, dtype, m, n, k, layout):
-        shipped = tuple(configs.lookup(dtype, m, n, k, layout)[key] for key in keys)
-        return f"cfg={cand}{' table' if cand == shipped else ''}"
-
-    def timed(name, cand, nbx, ref, shape, dtype, flops, m, n, k, layout):
+    def timed(name, cand, nbx, ref, shape, flops, m, n, k, layout):
         cfg = dict(zip(keys, cand, strict=True))
+        shipped = configs.lookup("bfloat16", m, n, k, layout)
+        table = tuple(shipped.get(key, 0) for key in keys) == cand
+        tag = f"{'tma' if cand[-1] else 'ptr'} cfg={cand[:-1]}{' table' if table else ''}"
         M._config = lambda *args: dict(cfg)
-        return h.compare(f"{name} {label(cand, dtype, m, n, k, layout)}", nbx=nbx, torch=ref, shape=shape,
-                         dtype=dtype, flops=flops)
+        return h.compare(f"{name} {tag}", nbx=nbx, torch=ref, shape=shape, dtype="bfloat16", flops=flops)
 
     def within_budget(group):
         if time.perf_counter() - start < _SWEEP_BUDGET_S:
@@ -112,51 +117,37 @@ def sweep(h) -> None:
         print(f"  {group}: skipped, past the sweep's time budget", flush=True)
         return False
 
-    def gemms(group, m, n, k, cands):
+    def gemms(group, m, n, k, cands, ops=("mm", "linear+bias"), nobias=()):
         if not within_budget(group):
             return
         a, b, w, bias = h.randn((m, k)), h.randn((k, n)), h.randn((n, k)), h.randn((n,))
         A, B, W, Bias = h.nbx(a), h.nbx(b), h.nbx(w), h.nbx(bias)
         flops, shape = 2 * m * n * k, (m, n, k)
-        best = None
         for cand in cands:
-            r = timed("mm NN", cand, lambda: M.mm(A, B), lambda: a @ b, shape, "bfloat16", flops, m, n, k, "NN")
-            if r is not None and (best is None or r["nbx_ms"] < best[0]):
-                best = (r["nbx_ms"], cand)
-            timed("linear NT+bias", cand, lambda: M.linear(A, W, Bias), lambda: F.linear(a, w, bias), shape,
-                  "bfloat16", flops, m, n, k, "NT")
-        if best is not None:
-            timed("addmm NN+bias (best mm cfg)", best[1], lambda: M.addmm(Bias, A, B), lambda: bias.addmm(a, b),
-                  shape, "bfloat16", flops, m, n, k, "NN")
+            if "mm" in ops:
+                timed("mm NN", cand, lambda: M.mm(A, B), lambda: a @ b, shape, flops, m, n, k, "NN")
+            if "linear+bias" in ops:
+                timed("linear NT+bias", cand, lambda: M.linear(A, W, Bias), lambda: F.linear(a, w, bias), shape,
+                      flops, m, n, k, "NT")
+        for cand in nobias:
+            timed("linear NT", cand, lambda: M.linear(A, W), lambda: F.linear(a, w), shape, flops, m, n, k, "NT")
 
-    def bmms(group, batch, m, n, k, cands, layouts):
+    def scores(group, batch, m, n, k, cands):
         if not within_budget(group):
             return
-        a, b, kt = h.randn((batch, m, k)), h.randn((batch, k, n)), h.randn((batch, n, k))
-        A, B, KT = h.nbx(a), h.nbx(b), h.nbx(kt)
+        q, kt = h.randn((batch, m, k)), h.randn((batch, n, k))
+        Q, KT = h.nbx(q), h.nbx(kt)
         flops, shape = 2 * batch * m * n * k, (batch, m, n, k)
         for cand in cands:
-            if "NN" in layouts:
-                timed("bmm NN", cand, lambda: M.bmm(A, B), lambda: a.bmm(b), shape, "bfloat16", flops, m, n, k,
-                      "NN")
-            if "NT" in layouts:
-                timed("bmm(q, k^T) NT", cand, lambda: M.bmm(A, transpose(KT, 1, 2)),
-                      lambda: a.bmm(kt.transpose(1, 2)), shape, "bfloat16", flops, m, n, k, "NT")
+            timed("bmm(q, k^T) NT", cand, lambda: M.bmm(Q, transpose(KT, 1, 2)), lambda: q.bmm(kt.transpose(1, 2)),
+                  shape, flops, m, n, k, "NT")
 
     try:
-        gemms("4096^3", 4096, 4096, 4096, LARGE)
-        bmms("bert scores", 96, 512, 512, 64, SMALL_K, ("NN", "NT"))
-        gemms("bert ffn", 4096, 3072, 768, LARGE)
-        bmms("bert context", 96, 512, 64, 512, [SMALL_K[0], SMALL_K[1], SMALL_K[4]], ("NN",))
-        gemms("decode", 16, 4096, 4096, DECODE)
-        bmms("prefill scores", 32, 2048, 2048, 128, SMALL_K[1:4], ("NN", "NT"))
-        gemms("8192^3", 8192, 8192, 8192, HUGE)
-        if within_budget("float32 4096^3"):
-            a, b = h.randn((4096, 4096), "float32"), h.randn((4096, 4096), "float32")
-            A, B = h.nbx(a), h.nbx(b)
-            for cand in F32:
-                timed("mm NN", cand, lambda: M.mm(A, B), lambda: a @ b, (4096, 4096, 4096), "float32",
-                      2 * 4096**3, 4096, 4096, 4096, "NN")
+        gemms("4096^3", 4096, 4096, 4096, SQUARE, nobias=[SQUARE[0], SQUARE[3]])
+        gemms("bert ffn", 4096, 3072, 768, FFN)
+        scores("bert scores", 96, 512, 512, 64, SCORES)
+        gemms("8192^3", 8192, 8192, 8192, HUGE_NT, ops=("linear+bias",))
+        scores("prefill scores", 32, 2048, 2048, 128, PREFILL)
     finally:
         M._config = base
         torch.cuda.empty_cache()

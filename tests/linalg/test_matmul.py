@@ -150,6 +150,48 @@ def test_configuration_follows_the_operand_layout(monkeypatch):
     assert seen == ["NN", "NT", "TT", "NT"]
 
 
+def _ask_for_tma(monkeypatch) -> list[bool]:
+    """Every GEMM's configuration asks for TMA loads; returns the TMA flag of each launch."""
+    from nbx_linalg import matmul
+
+    choose, launch, seen = matmul._config, matmul.launch, []
+    monkeypatch.setattr(matmul, "_config", lambda *args: {**choose(*args), "TMA": 1})
+    monkeypatch.setattr(matmul, "launch", lambda kernel, grid, *args, **kw: seen.append(kw["TMA"])
+                        or launch(kernel, grid, *args, **kw))
+    return seen
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_tma_loads_in_every_layout(monkeypatch, dtype):
+    seen = _ask_for_tma(monkeypatch)
+    # M, N and K past one interpreter tile (128), K in two steps: the copy engine's zero fill
+    # replaces every mask. Rows of 272 and 288 bytes: multiples of 16, as TMA needs.
+    a, b, w = make((136, 136), dtype), make((136, 144), dtype, seed=1), make((144, 136), dtype, seed=2)
+    check_op("aten::mm", a, b)
+    check_op("aten::linear", a, w, make((144,), dtype, seed=3))  # NT: x @ W.T, W stored (N, K)
+    check_op("aten::linear", a, w)
+    check_op("aten::mm", a.t().contiguous().t(), b)  # TN
+    check_op("aten::mm", a.t().contiguous().t(), w.t())  # TT
+    q, k = make((3, 24, 16), dtype), make((3, 40, 16), dtype, seed=1)
+    check_op("aten::bmm", q, k.transpose(1, 2))  # q @ k^T: one descriptor base per batch
+    check_op("aten::baddbmm", make((40,), dtype, seed=2), q, k.transpose(1, 2), beta=0.5, alpha=2.0)
+    check_op("aten::bmm", q, make((1, 16, 40), dtype, seed=1).expand(3, 16, 40))  # one B for every batch
+    assert seen == [True] * 8
+
+
+def test_tma_falls_back_to_pointer_loads(monkeypatch):
+    seen = _ask_for_tma(monkeypatch)
+    bf = "bfloat16"
+    check_op("aten::mm", make((5, 9), bf), make((9, 8), bf, seed=1))  # A's rows of 18 bytes
+    check_op("aten::mm", make((8, 24), bf)[:, 1:17], make((16, 8), bf, seed=1))  # A's base 2 bytes off
+    odd = make((400,), bf).as_strided((3, 8, 16), (129, 16, 1))  # matrices 258 bytes apart
+    check_op("aten::bmm", odd, make((3, 16, 8), bf, seed=1))
+    check_op("aten::mm", make((8, 16)), make((16, 8), seed=1))  # float32
+    check_op("aten::addmm", make((8,), bf), make((8, 16), bf), make((16, 8), bf, seed=1), alpha=0)  # no product
+    check_op("aten::mm", make((8, 16), bf), make((16, 8), bf, seed=1))  # and TMA where it can
+    assert seen == [False] * 5 + [True]
+
+
 MATMUL_SHAPES = [
     ((9,), (9,)), ((5, 9), (9,)), ((9,), (9, 7)), ((5, 9), (9, 7)), ((2, 5, 9), (9,)), ((9,), (2, 9, 7)),
     ((2, 5, 9), (9, 7)), ((5, 9), (2, 9, 7)), ((2, 1, 5, 9), (3, 9, 7)), ((2, 3, 5, 9), (2, 3, 9, 7)),
@@ -291,3 +333,36 @@ def test_gpu_configurations_compile(dtype):
     run_op("aten::linear", make((8, 512, 768), dtype), make((3072, 768), dtype), make((3072,), dtype))
     run_op("aten::bmm", make((48, 512, 64), dtype), make((48, 64, 512), dtype))
     run_op("aten::bmm", make((48, 512, 64), dtype), make((48, 512, 64), dtype).transpose(1, 2))  # q @ k^T
+
+
+@pytest.mark.skipif(numeric(), reason="aot only: reads the SASS of the kernel compiled for sm_90")
+@pytest.mark.parametrize("tma", [0, 1])
+@pytest.mark.parametrize("bias", [False, True])
+def test_nt_gemm_keeps_its_wgmmas_in_flight(monkeypatch, tma, bias):
+    # linear as the 4096^3 table tile compiles it: the loop's four wgmmas must stay asynchronous,
+    # one group in flight (a single wait for zero groups, after the loop). With a zero-trip branch
+    # before the loop, Triton 3.6 made ptxas serialise them, a wait after each (C7515).
+    import os
+    import subprocess
+    import tempfile
+
+    import triton
+    from nbx_linalg import matmul
+
+    import nbx_core.launch
+
+    tile = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 3}
+    compiled, warmup = [], matmul._gemm_kernel.warmup
+    monkeypatch.setattr(nbx_core.launch, "compiled_variants", set())
+    monkeypatch.setattr(matmul, "_config", lambda *args: {**tile, "TMA": tma})
+    monkeypatch.setattr(matmul._gemm_kernel, "warmup", lambda *a, **kw: compiled.append(warmup(*a, **kw)))
+    x, w = make((256, 512), "bfloat16"), make((512, 512), "bfloat16", seed=1)
+    run_op("aten::linear", x, w, *([make((512,), "bfloat16", seed=2)] if bias else []))
+    with tempfile.NamedTemporaryFile("wb", suffix=".cubin") as f:
+        f.write(compiled[-1].asm["cubin"])
+        f.flush()
+        tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
+        sass = subprocess.run([tool, "-sass", f.name], capture_output=True, text=True, check=True).stdout
+    assert ("UTMALDG" in sass) == bool(tma) and ("LDGSTS" in sass) != bool(tma)
+    assert sass.count("HGMMA.64x256x16.F32.BF16") == 4
+    assert sass.count("WARPGROUP.DEPBAR.LE gsb0, 0x0") == 1

@@ -107,17 +107,21 @@ def test_shipped_table_is_well_formed():
 
     table = configs._table()
     fields = {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages"}
+
+    def well_formed(cfg):  # TMA is optional, and 0 or 1
+        return set(cfg) - {"TMA"} == fields and cfg.get("TMA", 0) in (0, 1)
+
     for key, cfg in table["shapes"].items():
         cls, m, n, k, *layout = key.split(":")
         assert cls in ("f16", "f32", "f64", "int") and [m[0], n[0], k[0]] == ["M", "N", "K"], key
         assert configs.bucket_key({"f16": "bfloat16", "int": "int32"}.get(cls, "float" + cls[1:]), int(m[1:]),
                                   int(n[1:]), int(k[1:]), *layout) == key
-        assert set(cfg) == fields, key
+        assert well_formed(cfg), key
     for rule in table["rules"]:
-        assert set(rule["config"]) == fields and rule.get("layout", "NN") in configs.LAYOUTS
+        assert well_formed(rule["config"]) and rule.get("layout", "NN") in configs.LAYOUTS
     for cls in ("f16", "f32", "f64", "int"):  # every dtype class ends with a catch-all rule
         assert any(r["dtype"] == cls and not {"max_m", "max_n", "max_k", "layout"} & set(r) for r in table["rules"])
-    assert all(set(c) == fields for c in configs.CANDIDATES)
+    assert all(well_formed(c) for c in configs.CANDIDATES) and any(c.get("TMA") for c in configs.CANDIDATES)
 
 
 def test_tune_checks_its_layout_and_backend():

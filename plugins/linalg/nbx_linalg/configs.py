@@ -1,7 +1,9 @@
 """GEMM tile configurations: the shipped H200 table, the on-disk cache, and their lookup.
 
 A configuration is a dict of ``BLOCK_M``, ``BLOCK_N``, ``BLOCK_K``, ``GROUP_M``, ``num_warps``,
-``num_stages``. Shapes fall into buckets (each of M, N, K rounded up to a power of two) and
+``num_stages`` and, optionally, ``TMA``: 1 loads float16/bfloat16 operands with Hopper's copy engine
+through tensor descriptors where their strides and alignment allow (else, and by default, pointer
+loads). Shapes fall into buckets (each of M, N, K rounded up to a power of two) and
 operands into a layout: two letters, A's then B's, ``N`` when the operand is stored row-major
 ((M, K) and (K, N) with the last dim contiguous) and ``T`` when it is stored transposed (its K dim,
 for B, or its M dim, for A, contiguous). ``mm`` is ``NN``; ``linear`` (``x @ W.T``, W stored
@@ -39,10 +41,14 @@ CANDIDATES: list[Config] = [
         (128, 128, 64, 8, 4, 4), (128, 64, 64, 8, 4, 2), (64, 128, 64, 8, 4, 2), (64, 64, 128, 8, 4, 4),
         (16, 32, 256, 1, 4, 4), (16, 64, 256, 1, 4, 4), (16, 64, 128, 1, 4, 5), (32, 64, 128, 1, 4, 4),
     ]
+] + [
+    {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": s, "TMA": 1}
+    for bm, bn, s in [(128, 256, 3), (128, 256, 4), (256, 128, 3), (128, 128, 4)]
 ]
 """What :func:`nbx_linalg.matmul.tune` tries for float16/bfloat16: large tiles (GROUP_M 8 and 16,
 BLOCK_K 128 for K-major operands), small-K batched tiles with few stages (one K step needs no deep
-pipeline, and less shared memory fits more programs per SM), narrow decode tiles."""
+pipeline, and less shared memory fits more programs per SM), narrow decode tiles, and the large
+tiles again with TMA loads."""
 
 
 def dtype_class(dtype_name: str) -> str:

@@ -15,11 +15,15 @@ addmm/addmv/baddbmm do (addr refuses them, as torch does).
 
 On a GPU the tile configuration comes from :mod:`nbx_linalg.configs` by dtype, shape bucket and
 operand layout (shipped H200 table, user cache written by :func:`tune`); on the interpreter large
-tiles keep the number of programs small.
+tiles keep the number of programs small. Operands are loaded through pointers (``cp.async`` on
+Hopper) or, where the configuration says ``TMA`` and strides and alignment allow, for half types,
+through tensor descriptors the kernel builds (Hopper's copy engine).
 """
 
 
 import time
+from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -27,12 +31,14 @@ import triton
 import triton.language as tl
 from nbx_core import dtypes as D
 from nbx_core.backend import default_device
+from nbx_core.device import Device
 from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
 from nbx_core.kernels.copy import cast_to
 from nbx_core.kernels.dot import dot_operand
 from nbx_core.kernels.indexing import needs_int64, strided_offsets
 from nbx_core.kernels.tiles import grouped_tile
 from nbx_core.launch import BACKEND, cdiv, launch, next_pow2
+from nbx_core.memory import allocate
 from nbx_core.pointwise import tl_dtype
 from nbx_core.shape import broadcast_shapes, broadcast_strides, coalesce, numel, view_strides
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
@@ -52,6 +58,7 @@ def _gemm_kernel(
     HAS_C: tl.constexpr, USE_DOT: tl.constexpr, INT_ACC: tl.constexpr,
     PRECISION: tl.constexpr,
     ACC: tl.constexpr, BNDIM: tl.constexpr, EVEN_K: tl.constexpr, INT64: tl.constexpr,
+    TMA: tl.constexpr, A_T: tl.constexpr, B_T: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
@@ -69,12 +76,39 @@ def _gemm_kernel(
     # store below is masked.
     am = rm % M
     bn = rn % N
-    a_ptrs = a_ptr + strided_offsets(batch, bshape, a_bs, BNDIM) + am[:, None] * sam + rk[None, :] * sak
-    b_ptrs = b_ptr + strided_offsets(batch, bshape, b_bs, BNDIM) + rk[:, None] * sbk + bn[None, :] * sbn
+    a_base = a_ptr + strided_offsets(batch, bshape, a_bs, BNDIM)
+    b_base = b_ptr + strided_offsets(batch, bshape, b_bs, BNDIM)
+    a_ptrs = a_base + am[:, None] * sam + rk[None, :] * sak
+    b_ptrs = b_base + rk[:, None] * sbk + bn[None, :] * sbn
+    if TMA:
+        # Each operand as stored, its contiguous dim last (A_T: A is (K, M) in memory, B_T: B is
+        # (N, K)); the copy engine zero-fills past every edge, so nothing is masked (the pointers
+        # above go unused and are compiled away).
+        if A_T:
+            a_desc = tl.make_tensor_descriptor(a_base, [K, M], [sak, 1], [BLOCK_K, BLOCK_M])
+        else:
+            a_desc = tl.make_tensor_descriptor(a_base, [M, K], [sam, 1], [BLOCK_M, BLOCK_K])
+        if B_T:
+            b_desc = tl.make_tensor_descriptor(b_base, [N, K], [sbn, 1], [BLOCK_N, BLOCK_K])
+        else:
+            b_desc = tl.make_tensor_descriptor(b_base, [K, N], [sbk, 1], [BLOCK_K, BLOCK_N])
 
     acc = tl.zeros((BLOCK_M, BLOCK_N), ACC)
-    for k in range(0, tl.cdiv(K, BLOCK_K)):
-        if EVEN_K:
+    # At least one step (K == 0 takes one fully masked step), so the loop has no zero-trip branch:
+    # with one, Triton 3.6 zeroed the accumulator on the skip path and ptxas serialised every wgmma
+    # of the loop (warning C7515, seen for a K-major B without a bias).
+    for k in range(0, tl.maximum(tl.cdiv(K, BLOCK_K), 1)):
+        if TMA:
+            # A transposed tile stays in shared memory as loaded: wgmma reads either major order.
+            if A_T:
+                a = tl.trans(a_desc.load([k * BLOCK_K, pid_m * BLOCK_M]))
+            else:
+                a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
+            if B_T:
+                b = tl.trans(b_desc.load([pid_n * BLOCK_N, k * BLOCK_K]))
+            else:
+                b = b_desc.load([k * BLOCK_K, pid_n * BLOCK_N])
+        elif EVEN_K:
             a = tl.load(a_ptrs)
             b = tl.load(b_ptrs)
         else:
@@ -112,6 +146,26 @@ def _acc_dtype(dtype: D.DType) -> D.DType:
     if dtype.is_integral:
         return D.int64
     return D.float64 if dtype is D.float64 else D.float32
+
+
+def _tma_operand(t: NBXTensor, strides: tuple[int, ...], batch_strides: tuple[int, ...], transposed: bool) -> bool:
+    """Whether the copy engine (TMA) can read matrix operand ``t`` (its two matrix ``strides`` and
+    coalesced ``batch_strides`` as the kernel sees them): the contiguous dim (the last one, or the
+    first one when ``transposed``) with stride 1, the other stride and every batch stride multiples
+    of 16 bytes, the base 16-byte aligned."""
+    inner, outer = (strides[-2], strides[-1]) if transposed else (strides[-1], strides[-2])
+    size = t.dtype.itemsize
+    return inner == 1 and outer > 0 and (outer * size) % 16 == 0 and t.data_ptr() % 16 == 0 \
+        and all((s * size) % 16 == 0 for s in batch_strides)
+
+
+@cache
+def _scratch(device: Device) -> Callable[[int, int, int | None], Any]:
+    """Triton's allocator of the global memory a launch needs on ``device``: the TMA descriptors
+    ``_gemm_kernel`` builds (128 bytes each, per program). NBX's stream-ordered device memory, aligned
+    to at least 256 bytes; the launcher holds it through the launch and its block is reused only by
+    later work on the same stream."""
+    return lambda size, alignment, stream: allocate(size, device)
 
 
 def _config(dtype: D.DType, m: int, n: int, k: int, use_dot: bool, layout: str) -> dict[str, int]:
@@ -158,6 +212,14 @@ def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alp
     layout = configs.layout_of(a_st[-2], a_st[-1], b_st[-2], b_st[-1])
     cfg = dict(config) if config is not None else _config(a.dtype, m, n, k, use_dot, layout)
     bm, bn, bk = cfg.pop("BLOCK_M"), cfg.pop("BLOCK_N"), cfg.pop("BLOCK_K")
+    a_t, b_t = layout[0] == "T", layout[1] == "T"
+    # TMA loads where the configuration asks for them and both half-type operands allow; otherwise
+    # pointer loads.
+    tma = bool(cfg.pop("TMA", 0)) and use_dot and a.dtype in (D.float16, D.bfloat16) and k > 0 \
+        and _tma_operand(a, a_st, a_bs, a_t) and _tma_operand(b, b_st, b_bs, b_t)
+    if tma and BACKEND == "cuda":
+        # Triton reads its allocator from a context variable: set it in the launching thread's context.
+        triton.set_allocator(_scratch(device))
     if not use_dot and BACKEND != "cpu":
         bm, bn, bk = min(bm, 32), min(bn, 32), min(bk, 8)  # the broadcast product lives in registers
     precision = triton_input_precision() if a.dtype is D.float32 or BACKEND == "cpu" else "ieee"
@@ -174,8 +236,9 @@ def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alp
             0.0 if is_int else float(alpha), 0.0 if is_int else float(beta),
             int(alpha) if is_int else 0, int(beta) if is_int else 0,
             HAS_C=use_c, USE_DOT=use_dot, INT_ACC=is_int, PRECISION=precision,
-            ACC=tl_dtype(acc), BNDIM=len(bshape), EVEN_K=k % bk == 0, INT64=needs_int64(numel(shape), *tensors),
-            BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, **cfg,
+            ACC=tl_dtype(acc), BNDIM=len(bshape), EVEN_K=k > 0 and k % bk == 0,
+            INT64=needs_int64(numel(shape), *tensors),
+            TMA=tma, A_T=tma and a_t, B_T=tma and b_t, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, **cfg,
         )
     return out
 
