@@ -55,7 +55,7 @@ def _gemm_kernel(
     bshape, a_bs, b_bs, c_bs, o_bs,
     sam, sak, sbk, sbn, scm, scn, som, son,
     alpha_f: tl.float64, beta_f: tl.float64, alpha_i: tl.int64, beta_i: tl.int64,
-    HAS_C: tl.constexpr, USE_DOT: tl.constexpr, INT_ACC: tl.constexpr,
+    HAS_C: tl.constexpr, C_ROW: tl.constexpr, USE_DOT: tl.constexpr, INT_ACC: tl.constexpr,
     PRECISION: tl.constexpr,
     ACC: tl.constexpr, BNDIM: tl.constexpr, EVEN_K: tl.constexpr, INT64: tl.constexpr,
     TMA: tl.constexpr, A_T: tl.constexpr, B_T: tl.constexpr,
@@ -128,8 +128,12 @@ def _gemm_kernel(
         acc = acc * tl.full((BLOCK_M, BLOCK_N), alpha_f, ACC)
     mask = (rm[:, None] < M) & (rn[None, :] < N)
     if HAS_C:
-        c_off = strided_offsets(batch, bshape, c_bs, BNDIM) + rm[:, None] * scm + rn[None, :] * scn
-        c = tl.load(c_ptr + c_off, mask=mask, other=0).to(ACC)
+        c_base = c_ptr + strided_offsets(batch, bshape, c_bs, BNDIM)
+        if C_ROW:
+            # One row broadcast down the columns (a bias): load it once, not once per row.
+            c = tl.load(c_base + rn * scn, mask=rn < N, other=0).to(ACC)[None, :]
+        else:
+            c = tl.load(c_base + rm[:, None] * scm + rn[None, :] * scn, mask=mask, other=0).to(ACC)
         if INT_ACC:
             acc += tl.full((BLOCK_M, BLOCK_N), beta_i, tl.int64) * c
         else:
@@ -235,7 +239,7 @@ def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alp
             a_st[-2], a_st[-1], b_st[-2], b_st[-1], c_st[-2], c_st[-1], o_st[-2], o_st[-1],
             0.0 if is_int else float(alpha), 0.0 if is_int else float(beta),
             int(alpha) if is_int else 0, int(beta) if is_int else 0,
-            HAS_C=use_c, USE_DOT=use_dot, INT_ACC=is_int, PRECISION=precision,
+            HAS_C=use_c, C_ROW=use_c and c_st[-2] == 0, USE_DOT=use_dot, INT_ACC=is_int, PRECISION=precision,
             ACC=tl_dtype(acc), BNDIM=len(bshape), EVEN_K=k > 0 and k % bk == 0,
             INT64=needs_int64(numel(shape), *tensors),
             TMA=tma, A_T=tma and a_t, B_T=tma and b_t, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, **cfg,
