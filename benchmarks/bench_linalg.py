@@ -77,13 +77,20 @@ SCORES = [(64, 128, 64, 8, 4, 2, PTR), (128, 64, 64, 8, 4, 2, PTR), (64, 128, 64
 # stages and warps so that more programs share an SM and one's stores overlap another's products.
 PREFILL = [(128, 128, 64, 8, 8, 2, PTR), (128, 128, 128, 8, 8, 1, PTR), (128, 128, 128, 8, 4, 1, PTR),
            (128, 256, 128, 8, 8, 1, PTR), (64, 256, 128, 8, 4, 1, PTR), (128, 128, 64, 8, 4, 2, TMA_)]
+# Decoding (M = 16): 32 tiles of 128 columns leave most SMs idle; SPLIT_K (the 8th field) slices K
+# between programs. The first NN candidate is what h200.json shipped before (narrow, unsplit).
+DECODE_NN = [(16, 32, 256, 1, 4, 4, PTR, 1), (16, 128, 64, 1, 4, 4, PTR, 8), (16, 128, 128, 1, 4, 4, PTR, 8),
+             (16, 256, 64, 1, 4, 4, PTR, 16), (16, 64, 128, 1, 4, 4, PTR, 4), (16, 128, 64, 1, 4, 4, PTR, 4)]
+DECODE_NT = [(16, 32, 256, 1, 4, 6, PTR, 1), (16, 64, 256, 1, 4, 4, PTR, 4), (16, 32, 256, 1, 4, 4, PTR, 2)]
 _SWEEP_BUDGET_S = 85.0
 
 
 def sweep(h) -> None:
     """Time GEMM load paths and tiles for linear's K-major weight (layout NT) against mm (NN).
 
-    ``matmul._config`` is swapped for each candidate (and restored). Per square and BERT shape: mm
+    ``matmul._config`` is swapped for each candidate (and restored). Decoding (16x4096x4096): mm
+    and addmm (NN) over narrow unsplit tiles and wider tiles with K split (``SPLIT_K``), linear
+    (NT) likewise. Per square and BERT shape: mm
     (NN) and linear with a bias (NT, W stored (N, K)) for each candidate; at 4096^3 also linear
     without a bias (the case Triton 3.6 used to compile with serialised wgmmas); linear at 8192^3;
     attention scores q @ k^T (batched NT). Names carry the op, layout, load path (ptr: cp.async
@@ -100,13 +107,15 @@ def sweep(h) -> None:
     from nbx_core.ops.views import transpose
 
     start, base = time.perf_counter(), M._config
-    keys = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages", "TMA")
+    keys = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages", "TMA", "SPLIT_K")
 
     def timed(name, cand, nbx, ref, shape, flops, m, n, k, layout):
+        cand = cand if len(cand) == len(keys) else (*cand, 1)
         cfg = dict(zip(keys, cand, strict=True))
         shipped = configs.lookup("bfloat16", m, n, k, layout)
-        table = tuple(shipped.get(key, 0) for key in keys) == cand
-        tag = f"{'tma' if cand[-1] else 'ptr'} cfg={cand[:-1]}{' table' if table else ''}"
+        table = tuple(shipped.get(key, 1 if key == "SPLIT_K" else 0) for key in keys) == cand
+        split = f" split_k={cand[7]}" if cand[7] > 1 else ""
+        tag = f"{'tma' if cand[6] else 'ptr'} cfg={cand[:6]}{split}{' table' if table else ''}"
         M._config = lambda *args: dict(cfg)
         return h.compare(f"{name} {tag}", nbx=nbx, torch=ref, shape=shape, dtype="bfloat16", flops=flops)
 
@@ -117,7 +126,7 @@ def sweep(h) -> None:
         print(f"  {group}: skipped, past the sweep's time budget", flush=True)
         return False
 
-    def gemms(group, m, n, k, cands, ops=("mm", "linear+bias"), nobias=()):
+    def gemms(group, m, n, k, cands, ops=("mm", "linear+bias"), nobias=(), nt_cands=None):
         if not within_budget(group):
             return
         a, b, w, bias = h.randn((m, k)), h.randn((k, n)), h.randn((n, k)), h.randn((n,))
@@ -126,9 +135,15 @@ def sweep(h) -> None:
         for cand in cands:
             if "mm" in ops:
                 timed("mm NN", cand, lambda: M.mm(A, B), lambda: a @ b, shape, flops, m, n, k, "NN")
-            if "linear+bias" in ops:
+            if "addmm" in ops:
+                timed("addmm NN+bias", cand, lambda: M.addmm(Bias, A, B), lambda: bias.addmm(a, b), shape, flops,
+                      m, n, k, "NN")
+            if "linear+bias" in ops and nt_cands is None:
                 timed("linear NT+bias", cand, lambda: M.linear(A, W, Bias), lambda: F.linear(a, w, bias), shape,
                       flops, m, n, k, "NT")
+        for cand in nt_cands or ():
+            timed("linear NT+bias", cand, lambda: M.linear(A, W, Bias), lambda: F.linear(a, w, bias), shape,
+                  flops, m, n, k, "NT")
         for cand in nobias:
             timed("linear NT", cand, lambda: M.linear(A, W), lambda: F.linear(a, w), shape, flops, m, n, k, "NT")
 
@@ -143,6 +158,7 @@ def sweep(h) -> None:
                   shape, flops, m, n, k, "NT")
 
     try:
+        gemms("decode", 16, 4096, 4096, DECODE_NN, ops=("mm", "addmm"), nt_cands=DECODE_NT)
         gemms("4096^3", 4096, 4096, 4096, SQUARE, nobias=[SQUARE[0], SQUARE[3]])
         gemms("bert ffn", 4096, 3072, 768, FFN)
         scores("bert scores", 96, 512, 512, 64, SCORES)

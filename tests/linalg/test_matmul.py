@@ -192,6 +192,29 @@ def test_tma_falls_back_to_pointer_loads(monkeypatch):
     assert seen == [False] * 5 + [True]
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64", "int32"])
+def test_split_k(monkeypatch, dtype):
+    # K sliced between programs (as for decoding shapes on the GPU): the last slice of a tile adds
+    # the partials in slice order, then the epilogue (alpha, beta, c) runs once. K = 200 in slices
+    # of two 32-element steps (the last one short), a bias, a full c, batches, many launches in a
+    # row (each leaves its ticket counters at zero).
+    from nbx_linalg import matmul
+
+    choose, launch, grids = matmul._config, matmul.launch, []
+    monkeypatch.setattr(matmul, "_config", lambda *args: {**choose(*args), "BLOCK_M": 16, "BLOCK_N": 16,
+                                                          "BLOCK_K": 32, "SPLIT_K": 3})
+    monkeypatch.setattr(matmul, "launch", lambda kernel, grid, *args, **kw: grids.append(grid)
+                        or launch(kernel, grid, *args, **kw))
+    a, b = make((20, 200), dtype), make((200, 24), dtype, seed=1)
+    check_op("aten::mm", a, b)
+    check_op("aten::addmm", make((24,), dtype, seed=2), a, b, beta=2, alpha=-1)
+    check_op("aten::addmm", make((20, 24), dtype, seed=3), a, b)
+    check_op("aten::linear", a, make((24, 200), dtype, seed=4), None if dtype == "int32" else make((24,), dtype))
+    check_op("aten::bmm", make((3, 5, 200), dtype), make((3, 200, 7), dtype, seed=1))
+    check_op("aten::mm", make((20, 64), dtype), make((64, 24), dtype, seed=1))  # two steps: two slices
+    assert [g[2] for g in grids] == [3, 3, 3, 3, 3, 2]
+
+
 MATMUL_SHAPES = [
     ((9,), (9,)), ((5, 9), (9,)), ((9,), (9, 7)), ((5, 9), (9, 7)), ((2, 5, 9), (9,)), ((9,), (2, 9, 7)),
     ((2, 5, 9), (9, 7)), ((5, 9), (2, 9, 7)), ((2, 1, 5, 9), (3, 9, 7)), ((2, 3, 5, 9), (2, 3, 9, 7)),

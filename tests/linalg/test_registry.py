@@ -108,8 +108,9 @@ def test_shipped_table_is_well_formed():
     table = configs._table()
     fields = {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages"}
 
-    def well_formed(cfg):  # TMA is optional, and 0 or 1
-        return set(cfg) - {"TMA"} == fields and cfg.get("TMA", 0) in (0, 1)
+    def well_formed(cfg):  # TMA (0 or 1) and SPLIT_K (1 or more) are optional
+        return (set(cfg) - {"TMA", "SPLIT_K"} == fields and cfg.get("TMA", 0) in (0, 1)
+                and cfg.get("SPLIT_K", 1) >= 1)
 
     for key, cfg in table["shapes"].items():
         cls, m, n, k, *layout = key.split(":")

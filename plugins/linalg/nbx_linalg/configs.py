@@ -3,10 +3,12 @@
 A configuration is a dict of ``BLOCK_M``, ``BLOCK_N``, ``BLOCK_K``, ``GROUP_M``, ``num_warps``,
 ``num_stages`` and, optionally, ``TMA``: 1 loads float16/bfloat16 operands with Hopper's copy engine
 through tensor descriptors where their strides and alignment allow (else, and by default, pointer
-loads). Shapes fall into buckets (each of M, N, K rounded up to a power of two) and
-operands into a layout: two letters, A's then B's, ``N`` when the operand is stored row-major
-((M, K) and (K, N) with the last dim contiguous) and ``T`` when it is stored transposed (its K dim,
-for B, or its M dim, for A, contiguous). ``mm`` is ``NN``; ``linear`` (``x @ W.T``, W stored
+loads), and ``SPLIT_K``: n slices K between n programs per output tile (decoding shapes, whose
+few tiles leave most SMs idle), the last of them adding the partials in slice order. Shapes fall
+into buckets (each of M, N, K rounded up to a power of two) and operands into a layout: two
+letters, A's then B's, ``N`` when the operand is stored row-major ((M, K) and (K, N) with the last
+dim contiguous) and ``T`` when it is stored transposed (its K dim, for B, or its M dim, for A,
+contiguous). ``mm`` is ``NN``; ``linear`` (``x @ W.T``, W stored
 (N, K)) and attention scores ``q @ k.T`` are ``NT``. A configuration comes from the first of:
 
 1. the user's cache (``$NBX_CACHE_DIR/linalg/gemm.json``, default ``~/.cache/nbx``, written by

@@ -36,6 +36,7 @@ from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
 from nbx_core.kernels.copy import cast_to
 from nbx_core.kernels.dot import dot_operand
 from nbx_core.kernels.indexing import needs_int64, strided_offsets
+from nbx_core.kernels.tickets import last_to_arrive, tickets
 from nbx_core.kernels.tiles import grouped_tile
 from nbx_core.launch import BACKEND, cdiv, launch, next_pow2
 from nbx_core.memory import allocate
@@ -51,16 +52,19 @@ _MAX_GRID_Y = 65535
 
 @triton.jit
 def _gemm_kernel(
-    a_ptr, b_ptr, c_ptr, out_ptr, M, N, K, batch0,
+    a_ptr, b_ptr, c_ptr, out_ptr, part_ptr, cnt_ptr, M, N, K, k_chunk, batch0,
     bshape, a_bs, b_bs, c_bs, o_bs,
     sam, sak, sbk, sbn, scm, scn, som, son,
     alpha_f: tl.float64, beta_f: tl.float64, alpha_i: tl.int64, beta_i: tl.int64,
     HAS_C: tl.constexpr, C_ROW: tl.constexpr, USE_DOT: tl.constexpr, INT_ACC: tl.constexpr,
     PRECISION: tl.constexpr,
     ACC: tl.constexpr, BNDIM: tl.constexpr, EVEN_K: tl.constexpr, INT64: tl.constexpr,
-    TMA: tl.constexpr, A_T: tl.constexpr, B_T: tl.constexpr,
+    TMA: tl.constexpr, A_T: tl.constexpr, B_T: tl.constexpr, SPLIT: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
+    # Grid: (output tiles, batches, K slices). With SPLIT, slice s multiplies K elements
+    # [s * k_chunk, (s + 1) * k_chunk) and stores its partial tile; the last slice of a tile to
+    # finish adds the partials in slice order and runs the epilogue.
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
 
     batch = tl.program_id(1) + batch0
@@ -78,6 +82,11 @@ def _gemm_kernel(
     bn = rn % N
     a_base = a_ptr + strided_offsets(batch, bshape, a_bs, BNDIM)
     b_base = b_ptr + strided_offsets(batch, bshape, b_bs, BNDIM)
+    if SPLIT:
+        k_lo = tl.program_id(2) * k_chunk
+        K = tl.minimum(K - k_lo, k_chunk)
+        a_base += k_lo * sak
+        b_base += k_lo * sbk
     a_ptrs = a_base + am[:, None] * sam + rk[None, :] * sak
     b_ptrs = b_base + rk[:, None] * sbk + bn[None, :] * sbn
     if TMA:
@@ -122,6 +131,34 @@ def _gemm_kernel(
         a_ptrs += BLOCK_K * sak
         b_ptrs += BLOCK_K * sbk
 
+    if SPLIT:
+        tile = (tl.program_id(1) * tl.num_programs(2) + tl.program_id(2)) * tl.num_programs(0) + tl.program_id(0)
+        tl.store(_partial(part_ptr, tile, BLOCK_M, BLOCK_N), acc)
+        counter = tl.program_id(1) * tl.num_programs(0) + tl.program_id(0)
+        if last_to_arrive(cnt_ptr, counter, tl.num_programs(2)):
+            total = tl.zeros((BLOCK_M, BLOCK_N), ACC)
+            for q in range(0, tl.num_programs(2)):
+                tile = (tl.program_id(1) * tl.num_programs(2) + q) * tl.num_programs(0) + tl.program_id(0)
+                total += tl.load(_partial(part_ptr, tile, BLOCK_M, BLOCK_N))
+            _epilogue(total, rm, rn, batch, c_ptr, out_ptr, M, N, bshape, c_bs, o_bs, scm, scn, som, son,
+                      alpha_f, beta_f, alpha_i, beta_i, HAS_C, C_ROW, INT_ACC, ACC, BNDIM, BLOCK_M, BLOCK_N)
+    else:
+        _epilogue(acc, rm, rn, batch, c_ptr, out_ptr, M, N, bshape, c_bs, o_bs, scm, scn, som, son,
+                  alpha_f, beta_f, alpha_i, beta_i, HAS_C, C_ROW, INT_ACC, ACC, BNDIM, BLOCK_M, BLOCK_N)
+
+
+@triton.jit
+def _partial(part_ptr, tile, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Pointers to partial tile ``tile`` of a split GEMM's workspace."""
+    offs = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+    return part_ptr + tile.to(tl.int64) * (BLOCK_M * BLOCK_N) + offs
+
+
+@triton.jit
+def _epilogue(acc, rm, rn, batch, c_ptr, out_ptr, M, N, bshape, c_bs, o_bs, scm, scn, som, son,
+              alpha_f, beta_f, alpha_i, beta_i, HAS_C: tl.constexpr, C_ROW: tl.constexpr, INT_ACC: tl.constexpr,
+              ACC: tl.constexpr, BNDIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """``alpha * acc + beta * c``, stored to the output tile (rm, rn) of batch ``batch``."""
     if INT_ACC:
         acc = acc * tl.full((BLOCK_M, BLOCK_N), alpha_i, tl.int64)
     else:
@@ -216,10 +253,13 @@ def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alp
     layout = configs.layout_of(a_st[-2], a_st[-1], b_st[-2], b_st[-1])
     cfg = dict(config) if config is not None else _config(a.dtype, m, n, k, use_dot, layout)
     bm, bn, bk = cfg.pop("BLOCK_M"), cfg.pop("BLOCK_N"), cfg.pop("BLOCK_K")
+    # SPLIT_K slices of whole BLOCK_K steps.
+    k_chunk = cdiv(cdiv(k, cfg.pop("SPLIT_K", 1)), bk) * bk if k else bk
+    splits = cdiv(k, k_chunk) if k else 1
     a_t, b_t = layout[0] == "T", layout[1] == "T"
     # TMA loads where the configuration asks for them and both half-type operands allow; otherwise
     # pointer loads.
-    tma = bool(cfg.pop("TMA", 0)) and use_dot and a.dtype in (D.float16, D.bfloat16) and k > 0 \
+    tma = bool(cfg.pop("TMA", 0)) and use_dot and a.dtype in (D.float16, D.bfloat16) and k > 0 and splits == 1 \
         and _tma_operand(a, a_st, a_bs, a_t) and _tma_operand(b, b_st, b_bs, b_t)
     if tma and BACKEND == "cuda":
         # Triton reads its allocator from a context variable: set it in the launching thread's context.
@@ -232,9 +272,15 @@ def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alp
     nbatch = numel(batch)
     tiles = cdiv(m, bm) * cdiv(n, bn)
     for start in range(0, nbatch, _MAX_GRID_Y):
+        batches = min(nbatch - start, _MAX_GRID_Y)
+        part = cnt = out
+        if splits > 1:
+            # A partial tile per (batch, slice, tile), a ticket counter per (batch, tile).
+            part = empty_tensor((batches * splits * tiles, bm * bn), acc, device)
+            cnt = tickets(device, batches * tiles)
         launch(
-            _gemm_kernel, (tiles, min(nbatch - start, _MAX_GRID_Y)),
-            a, b, c if use_c else out, out, m, n, k, start,
+            _gemm_kernel, (tiles, batches, splits),
+            a, b, c if use_c else out, out, part, cnt, m, n, k, k_chunk, start,
             bshape, a_bs, b_bs, c_bs, o_bs,
             a_st[-2], a_st[-1], b_st[-2], b_st[-1], c_st[-2], c_st[-1], o_st[-2], o_st[-1],
             0.0 if is_int else float(alpha), 0.0 if is_int else float(beta),
@@ -242,7 +288,8 @@ def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alp
             HAS_C=use_c, C_ROW=use_c and c_st[-2] == 0, USE_DOT=use_dot, INT_ACC=is_int, PRECISION=precision,
             ACC=tl_dtype(acc), BNDIM=len(bshape), EVEN_K=k > 0 and k % bk == 0,
             INT64=needs_int64(numel(shape), *tensors),
-            TMA=tma, A_T=tma and a_t, B_T=tma and b_t, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, **cfg,
+            TMA=tma, A_T=tma and a_t, B_T=tma and b_t, SPLIT=splits > 1, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+            **cfg,
         )
     return out
 
