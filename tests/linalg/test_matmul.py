@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from nbx_core.errors import NbxError
-from nbx_core.testing import assert_close, check_op, check_raises, layouts, make, numeric, run_op
+from nbx_core.testing import assert_close, check_op, check_raises, from_torch, layouts, make, numeric, run_op
 
 FLOATS = ["float32", "float16", "bfloat16", "float64"]
 INTS = ["int64", "int32", "int16", "int8", "uint8"]
@@ -177,6 +177,40 @@ def test_tma_loads_in_every_layout(monkeypatch, dtype):
     check_op("aten::baddbmm", make((40,), dtype, seed=2), q, k.transpose(1, 2), beta=0.5, alpha=2.0)
     check_op("aten::bmm", q, make((1, 16, 40), dtype, seed=1).expand(3, 16, 40))  # one B for every batch
     assert seen == [True] * 8
+
+
+def test_tma_allocator_is_scoped_to_its_launches(monkeypatch):
+    # The descriptors' memory comes from NBX's allocator, set in Triton's context only around the
+    # GEMM's launches: a caller's own allocator (torch code sets one) is back in place afterwards,
+    # also when the launch raises.
+    import triton
+    from nbx_linalg import matmul
+    from triton.runtime import _allocation
+
+    def users(size, alignment, stream):
+        raise AssertionError("the caller's allocator must not serve NBX's launches")
+
+    seen = []
+
+    def fake_launch(kernel, grid, *args, **kw):
+        seen.append(_allocation._allocator.get())
+        if len(seen) == 2:
+            raise RuntimeError("launch failed")
+
+    triton.set_allocator(users)
+    try:
+        monkeypatch.setattr(matmul, "BACKEND", "cuda")
+        monkeypatch.setattr(matmul, "launch", fake_launch)
+        monkeypatch.setattr(matmul, "_config", lambda *args: {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16,
+                                                              "GROUP_M": 1, "num_warps": 4, "num_stages": 2, "TMA": 1})
+        a, b = from_torch(make((16, 16), "bfloat16")), from_torch(make((16, 16), "bfloat16", seed=1))
+        matmul.mm(a, b)
+        with pytest.raises(RuntimeError, match="launch failed"):
+            matmul.mm(a, b)
+        assert len(seen) == 2 and all(fn is not users for fn in seen)
+        assert _allocation._allocator.get() is users
+    finally:
+        _allocation._allocator.set(_allocation._NULL_ALLOCATOR)
 
 
 def test_tma_falls_back_to_pointer_loads(monkeypatch):

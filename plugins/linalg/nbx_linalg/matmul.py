@@ -43,6 +43,7 @@ from nbx_core.memory import allocate
 from nbx_core.pointwise import tl_dtype
 from nbx_core.shape import broadcast_shapes, broadcast_strides, coalesce, numel, view_strides
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
+from triton.runtime import _allocation
 
 from . import configs
 from .precision import triton_input_precision
@@ -261,9 +262,6 @@ def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alp
     # pointer loads.
     tma = bool(cfg.pop("TMA", 0)) and use_dot and a.dtype in (D.float16, D.bfloat16) and k > 0 and splits == 1 \
         and _tma_operand(a, a_st, a_bs, a_t) and _tma_operand(b, b_st, b_bs, b_t)
-    if tma and BACKEND == "cuda":
-        # Triton reads its allocator from a context variable: set it in the launching thread's context.
-        triton.set_allocator(_scratch(device))
     if not use_dot and BACKEND != "cpu":
         bm, bn, bk = min(bm, 32), min(bn, 32), min(bk, 8)  # the broadcast product lives in registers
     precision = triton_input_precision() if a.dtype is D.float32 or BACKEND == "cpu" else "ieee"
@@ -271,26 +269,33 @@ def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alp
     tensors = [t for t in (a, b, out) if t is not None] + ([c] if use_c else [])
     nbatch = numel(batch)
     tiles = cdiv(m, bm) * cdiv(n, bn)
-    for start in range(0, nbatch, _MAX_GRID_Y):
-        batches = min(nbatch - start, _MAX_GRID_Y)
-        part = cnt = out
-        if splits > 1:
-            # A partial tile per (batch, slice, tile), a ticket counter per (batch, tile).
-            part = empty_tensor((batches * splits * tiles, bm * bn), acc, device)
-            cnt = tickets(device, batches * tiles)
-        launch(
-            _gemm_kernel, (tiles, batches, splits),
-            a, b, c if use_c else out, out, part, cnt, m, n, k, k_chunk, start,
-            bshape, a_bs, b_bs, c_bs, o_bs,
-            a_st[-2], a_st[-1], b_st[-2], b_st[-1], c_st[-2], c_st[-1], o_st[-2], o_st[-1],
-            0.0 if is_int else float(alpha), 0.0 if is_int else float(beta),
-            int(alpha) if is_int else 0, int(beta) if is_int else 0,
-            HAS_C=use_c, C_ROW=use_c and c_st[-2] == 0, USE_DOT=use_dot, INT_ACC=is_int, PRECISION=precision,
-            ACC=tl_dtype(acc), BNDIM=len(bshape), EVEN_K=k > 0 and k % bk == 0,
-            INT64=needs_int64(numel(shape), *tensors),
-            TMA=tma, A_T=tma and a_t, B_T=tma and b_t, SPLIT=splits > 1, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-            **cfg,
-        )
+    # The TMA descriptors' memory: Triton asks the allocator in its context variable at launch; ours
+    # is set around these launches only, so a caller's own allocator is left as it was.
+    token = _allocation._allocator.set(_scratch(device)) if tma and BACKEND == "cuda" else None
+    try:
+        for start in range(0, nbatch, _MAX_GRID_Y):
+            batches = min(nbatch - start, _MAX_GRID_Y)
+            part = cnt = out
+            if splits > 1:
+                # A partial tile per (batch, slice, tile), a ticket counter per (batch, tile).
+                part = empty_tensor((batches * splits * tiles, bm * bn), acc, device)
+                cnt = tickets(device, batches * tiles)
+            launch(
+                _gemm_kernel, (tiles, batches, splits),
+                a, b, c if use_c else out, out, part, cnt, m, n, k, k_chunk, start,
+                bshape, a_bs, b_bs, c_bs, o_bs,
+                a_st[-2], a_st[-1], b_st[-2], b_st[-1], c_st[-2], c_st[-1], o_st[-2], o_st[-1],
+                0.0 if is_int else float(alpha), 0.0 if is_int else float(beta),
+                int(alpha) if is_int else 0, int(beta) if is_int else 0,
+                HAS_C=use_c, C_ROW=use_c and c_st[-2] == 0, USE_DOT=use_dot, INT_ACC=is_int, PRECISION=precision,
+                ACC=tl_dtype(acc), BNDIM=len(bshape), EVEN_K=k > 0 and k % bk == 0,
+                INT64=needs_int64(numel(shape), *tensors),
+                TMA=tma, A_T=tma and a_t, B_T=tma and b_t, SPLIT=splits > 1, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                **cfg,
+            )
+    finally:
+        if token is not None:
+            _allocation._allocator.reset(token)
     return out
 
 
