@@ -52,6 +52,33 @@ def test_config_table_lookup_and_cache(tmp_path, monkeypatch):
     assert configs.lookup("bfloat16", 4000, 4000, 4000) == mine
 
 
+_CFG = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 4, "num_warps": 4, "num_stages": 2}
+
+
+@pytest.mark.parametrize(("entry", "why"), [
+    ({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "num_stages": 2}, r"missing \['GROUP_M'\]"),
+    ({**_CFG, "num_wraps": 4}, r"unknown keys \['num_wraps'\]"),
+    ({**_CFG, "BLOCK_K": 48}, "BLOCK_K must be a power of two"),
+    ({**_CFG, "num_stages": "3"}, "num_stages must be an integer"),
+    ({**_CFG, "SPLIT_K": 0}, "SPLIT_K must be at least 1"),
+    ({**_CFG, "TMA": 2}, "TMA must be 0 or 1"),
+    ([64, 64, 32], "must be a JSON object"),
+])
+def test_bad_user_cache_entry_is_a_clear_error(tmp_path, monkeypatch, entry, why):
+    # A hand-edited cache entry fails at lookup with the key, the file and the fix, not deep in a
+    # launch (SPLIT_K 0 would divide by zero there).
+    from nbx_linalg import configs
+
+    monkeypatch.setenv("NBX_CACHE_DIR", str(tmp_path))
+    (tmp_path / "linalg").mkdir()
+    (tmp_path / "linalg" / "gemm.json").write_text(json.dumps({"f16:M4096:N4096:K4096": entry}))
+    monkeypatch.setattr(configs, "_user", None)
+    with pytest.raises(NbxError, match=why) as err:
+        configs.lookup("bfloat16", 4096, 4096, 4096)
+    assert "'f16:M4096:N4096:K4096' in" in str(err.value) and "fix or delete the entry" in str(err.value)
+    monkeypatch.setattr(configs, "_user", None)
+
+
 def test_layout_letters_and_keys():
     from nbx_linalg import configs
 
@@ -68,8 +95,9 @@ def test_layout_letters_and_keys():
         configs.bucket_key("bfloat16", 16, 16, 16, "nt")
 
 
-def _cfg(bm: int) -> dict[str, int]:
-    return {"BLOCK_M": bm, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4, "num_stages": 2}
+def _cfg(mark: int) -> dict[str, int]:
+    # Entries told apart by BLOCK_M, a power of two as in a real configuration: 2 ** mark.
+    return {"BLOCK_M": 2 ** mark, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4, "num_stages": 2}
 
 
 def test_config_lookup_order(tmp_path, monkeypatch):
@@ -86,7 +114,7 @@ def test_config_lookup_order(tmp_path, monkeypatch):
     monkeypatch.setattr(configs, "_user", None)
 
     def pick(m: int, layout: str) -> int:
-        return configs.lookup("bfloat16", m, 256, 256, layout)["BLOCK_M"]
+        return configs.lookup("bfloat16", m, 256, 256, layout)["BLOCK_M"].bit_length() - 1
 
     assert [pick(200, lay) for lay in configs.LAYOUTS] == [1, 2, 1, 1]  # layout key, else layout-free
     assert [pick(1000, lay) for lay in configs.LAYOUTS] == [5, 5, 5, 3]  # rules: a layout's rule only for it

@@ -112,14 +112,44 @@ def _user_cache() -> dict[str, Config]:
     return _user
 
 
+_FIELDS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages")
+
+
+def check(config: Any, where: str) -> Config:
+    """``config`` if it is a well-formed configuration, else an NbxValueError naming ``where`` it
+    came from: the six fields (BLOCK_* powers of two; the others positive integers),
+    optionally TMA (0 or 1) and SPLIT_K (a positive integer), nothing else."""
+    def bad(why: str) -> NbxValueError:
+        return NbxValueError(f"GEMM configuration {where}: {why}; fix or delete the entry (tune() writes "
+                             f"well-formed ones), got {config!r}")
+
+    if not isinstance(config, dict):
+        raise bad("must be a JSON object")
+    missing = [f for f in _FIELDS if f not in config]
+    extra = sorted(set(config) - set(_FIELDS) - {"TMA", "SPLIT_K"})
+    if missing or extra:
+        raise bad(f"missing {missing}" if missing else f"unknown keys {extra}")
+    for key, value in config.items():
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise bad(f"{key} must be an integer")
+    for key in ("BLOCK_M", "BLOCK_N", "BLOCK_K"):
+        if config[key] < 1 or config[key] & (config[key] - 1):
+            raise bad(f"{key} must be a power of two")
+    if min(config["GROUP_M"], config["num_warps"], config["num_stages"], config.get("SPLIT_K", 1)) < 1:
+        raise bad("GROUP_M, num_warps, num_stages and SPLIT_K must be at least 1")
+    if config.get("TMA", 0) not in (0, 1):
+        raise bad("TMA must be 0 or 1")
+    return dict(config)
+
+
 def lookup(dtype_name: str, m: int, n: int, k: int, layout: str = "NN") -> Config:
     """The configuration for a GEMM of this dtype, shape and layout (user cache, then the shipped
     table's shapes, layout's key before the layout-free one in each, then its rules)."""
     exact, free = bucket_key(dtype_name, m, n, k, layout), bucket_key(dtype_name, m, n, k)
-    for source in (_user_cache(), _table()["shapes"]):
+    for source, name in ((_user_cache(), str(cache_path())), (_table()["shapes"], _TABLE.name)):
         for key in (exact, free):
             if key in source:
-                return dict(source[key])
+                return check(source[key], f"{key!r} in {name}")
     cls, bm, bn, bk = dtype_class(dtype_name), _bucket(m), _bucket(n), _bucket(k)
     for rule in _table()["rules"]:
         if rule["dtype"] == cls and rule.get("layout", layout) == layout and bm <= rule.get("max_m", bm) \
