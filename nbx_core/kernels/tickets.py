@@ -1,7 +1,7 @@
 """Ticket counters: the programs of one launch that share a result decide which of them finishes it.
 
-A kernel whose programs each compute a partial of one output tile (a reduction split along K, a
-stream-K GEMM) stores its partial, then takes a ticket from the tile's counter with
+A kernel whose programs each compute a partial of one output tile (a reduction or a GEMM split
+along K, attention's key splits) stores its partial, then takes a ticket from the tile's counter with
 :func:`last_to_arrive`; the program that takes the last ticket reads every partial (in a fixed
 order, so the result does not depend on which program finished last), finishes the tile and sets
 the counter back to zero. No program waits for another, so this is safe on the interpreter (which

@@ -237,7 +237,7 @@ def test_split_k(monkeypatch, dtype):
     choose, launch, grids = matmul._config, matmul.launch, []
     monkeypatch.setattr(matmul, "_config", lambda *args: {**choose(*args), "BLOCK_M": 16, "BLOCK_N": 16,
                                                           "BLOCK_K": 32, "SPLIT_K": 3})
-    monkeypatch.setattr(matmul, "launch", lambda kernel, grid, *args, **kw: grids.append(grid)
+    monkeypatch.setattr(matmul, "launch", lambda kernel, grid, *args, **kw: grids.append((grid, kw["BLOCK_K"]))
                         or launch(kernel, grid, *args, **kw))
     a, b = make((20, 200), dtype), make((200, 24), dtype, seed=1)
     check_op("aten::mm", a, b)
@@ -245,8 +245,11 @@ def test_split_k(monkeypatch, dtype):
     check_op("aten::addmm", make((20, 24), dtype, seed=3), a, b)
     check_op("aten::linear", a, make((24, 200), dtype, seed=4), None if dtype == "int32" else make((24,), dtype))
     check_op("aten::bmm", make((3, 5, 200), dtype), make((3, 200, 7), dtype, seed=1))
-    check_op("aten::mm", make((20, 64), dtype), make((64, 24), dtype, seed=1))  # two steps: two slices
-    assert [g[2] for g in grids] == [3, 3, 3, 3, 3, 2]
+    check_op("aten::mm", make((20, 64), dtype), make((64, 24), dtype, seed=1))  # slices of whole steps
+    # Three slices of K = 200; K = 64 in slices of whole BLOCK_K steps: two of 32 (the GPU's float64
+    # and integer kernels run BLOCK_K 8: three of 24, 24 and 16).
+    assert [g[2] for g, _ in grids[:5]] == [3] * 5
+    assert grids[5][0][2] == (2 if grids[5][1] == 32 else 3)
 
 
 MATMUL_SHAPES = [
@@ -388,6 +391,7 @@ def test_gpu_configurations_compile(dtype):
     for m, n, k in [(4096, 4096, 4096), (16, 4096, 4096), (4096, 3072, 768), (300, 200, 100)]:
         run_op("aten::mm", make((m, k), dtype), make((k, n), dtype))
     run_op("aten::linear", make((8, 512, 768), dtype), make((3072, 768), dtype), make((3072,), dtype))
+    run_op("aten::linear", make((16, 4096), dtype), make((4096, 4096), dtype))  # decode NT (split K)
     run_op("aten::bmm", make((48, 512, 64), dtype), make((48, 64, 512), dtype))
     run_op("aten::bmm", make((48, 512, 64), dtype), make((48, 512, 64), dtype).transpose(1, 2))  # q @ k^T
 

@@ -254,16 +254,17 @@ def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alp
     layout = configs.layout_of(a_st[-2], a_st[-1], b_st[-2], b_st[-1])
     cfg = dict(config) if config is not None else _config(a.dtype, m, n, k, use_dot, layout)
     bm, bn, bk = cfg.pop("BLOCK_M"), cfg.pop("BLOCK_N"), cfg.pop("BLOCK_K")
-    # SPLIT_K slices of whole BLOCK_K steps.
-    k_chunk = cdiv(cdiv(k, cfg.pop("SPLIT_K", 1)), bk) * bk if k else bk
-    splits = cdiv(k, k_chunk) if k else 1
+    split_k = cfg.pop("SPLIT_K", 1)
     a_t, b_t = layout[0] == "T", layout[1] == "T"
     # TMA loads where the configuration asks for them and both half-type operands allow; otherwise
     # pointer loads.
-    tma = bool(cfg.pop("TMA", 0)) and use_dot and a.dtype in (D.float16, D.bfloat16) and k > 0 and splits == 1 \
+    tma = bool(cfg.pop("TMA", 0)) and use_dot and a.dtype in (D.float16, D.bfloat16) and k > 0 and split_k == 1 \
         and _tma_operand(a, a_st, a_bs, a_t) and _tma_operand(b, b_st, b_bs, b_t)
     if not use_dot and BACKEND != "cpu":
         bm, bn, bk = min(bm, 32), min(bn, 32), min(bk, 8)  # the broadcast product lives in registers
+    # SPLIT_K slices of whole BLOCK_K steps (of the BLOCK_K the kernel runs).
+    k_chunk = cdiv(cdiv(k, split_k), bk) * bk if k else bk
+    splits = cdiv(k, k_chunk) if k else 1
     precision = triton_input_precision() if a.dtype is D.float32 or BACKEND == "cpu" else "ieee"
     is_int = acc.is_integral
     tensors = [t for t in (a, b, out) if t is not None] + ([c] if use_c else [])
