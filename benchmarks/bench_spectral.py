@@ -45,3 +45,50 @@ def run(h) -> None:
               shape=(clips, samples, n_fft, hop), dtype="float32",
               bytes=clips * samples * 4 + clips * frames * (n_fft // 2 + 1) * 8,
               flops=_flops(clips * frames, n_fft, True), note="Hann window, center reflect padding")
+
+
+def sweep(h) -> None:
+    """Launch candidates: the one-program row kernel (warps, programs per SM), the column pass's
+    tile and the direct kernel's tiles (BM, BN, BK, warps, stages)."""
+    from nbx_spectral import fft as F
+    from nbx_spectral import row_fft as R
+
+    from nbx_core.registry import get_registry
+
+    reg = get_registry()
+    rfft, fft, stft = reg.lookup("aten::fft_rfft"), reg.lookup("aten::fft_fft"), reg.lookup("aten::stft.center")
+    x = h.randn((16384, 4096), "float32")
+    z = torch.complex(h.randn((4096, 4096), "float32"), h.randn((4096, 4096), "float32"))
+    X, Z = h.nbx(x), h.nbx(z)
+    base = R.NUM_WARPS, R.PROGRAMS_PER_SM, R.COLUMN_TILE, F.TILES
+    for warps, per_sm in [(4, 2), (4, 4)]:
+        R.NUM_WARPS, R.PROGRAMS_PER_SM = warps, per_sm
+        tag = f"warps={warps} per_sm={per_sm}"
+        h.compare(f"fft_fft 4096x4096 {tag}", nbx=lambda: fft(Z), torch=lambda: torch.fft.fft(z),
+                  shape=(4096, 4096), dtype="complex64", bytes=2 * z.numel() * 8, flops=_flops(4096, 4096, False))
+        h.compare(f"fft_rfft 16384x4096 {tag}", nbx=lambda: rfft(X), torch=lambda: torch.fft.rfft(x),
+                  shape=(16384, 4096), dtype="float32", bytes=x.numel() * 4 + 16384 * 2049 * 8,
+                  flops=_flops(16384, 4096, True))
+    R.NUM_WARPS, R.PROGRAMS_PER_SM = base[:2]
+    y = h.randn((1024, 65536), "float32")
+    Y = h.nbx(y)
+    for tile in (64, 128, 256):
+        R.COLUMN_TILE = tile
+        h.compare(f"fft_rfft 1024x65536 column_tile={tile}", nbx=lambda: rfft(Y), torch=lambda: torch.fft.rfft(y),
+                  shape=(1024, 65536), dtype="float32", bytes=y.numel() * 4 + 1024 * 32769 * 8,
+                  flops=_flops(1024, 65536, True))
+    R.COLUMN_TILE = base[2]
+    clips, samples, n_fft, hop = 32, 30 * 16000, 400, 160
+    sig = h.randn((clips, samples), "float32")
+    win = torch.hann_window(n_fft, device=sig.device)
+    S, W = h.nbx(sig), h.nbx(win)
+    frames = 1 + samples // hop
+    for tiles in [(128, 64, 32, 8, 3), (128, 32, 32, 4, 3), (128, 32, 32, 4, 4), (64, 32, 32, 4, 3),
+                  (256, 32, 32, 8, 3), (128, 32, 64, 4, 3), (128, 16, 32, 4, 3), (64, 64, 32, 4, 3)]:
+        F.TILES = tiles
+        h.compare(f"stft tiles={tiles}", nbx=lambda: stft(S, n_fft, hop, window=W, return_complex=True),
+                  torch=lambda: torch.stft(sig, n_fft, hop, window=win, return_complex=True),
+                  shape=(clips, samples, n_fft, hop), dtype="float32",
+                  bytes=clips * samples * 4 + clips * frames * (n_fft // 2 + 1) * 8,
+                  flops=_flops(clips * frames, n_fft, True))
+    F.TILES = base[3]

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import backend as _backend
-from .errors import DeviceError, NbxTypeError
+from .errors import BackendError, DeviceError, NbxTypeError
 from .tensor import NBXTensor
 
 BACKEND = _backend.current()
@@ -241,8 +241,24 @@ def launch(kernel: Any, grid: Sequence[int], *args: Any, **kwargs: Any) -> None:
         # divisible by 16) multiply the variants without changing what is proven to compile.
         key = (id(kernel), tuple(map(_aot_spec, args)), tuple(kwargs.items()))
         if key not in compiled_variants:
-            kernel.warmup(*args, grid=grid, **kwargs)
+            _check_shared(kernel, kernel.warmup(*args, grid=grid, **kwargs))
             compiled_variants.add(key)
+
+
+_SHARED_LIMIT = {80: 166912, 86: 101376, 87: 166912, 89: 101376, 90: 232448, 100: 232448}
+"""Bytes of shared memory one program may use, by compute capability (what a launch would allow)."""
+
+
+def _check_shared(kernel: Any, compiled: Any) -> None:
+    # A kernel that compiles but needs more shared memory than the device has fails only at launch:
+    # the aot backend reports it at compile time instead.
+    cc, _ = _backend.aot_target()
+    limit = _SHARED_LIMIT.get(cc)
+    used = compiled.metadata.shared
+    if limit is not None and used > limit:
+        name = getattr(kernel, "__name__", None) or kernel.fn.__name__
+        raise BackendError(f"{name}: needs {used} bytes of shared memory, over the {limit} of sm_{cc}: "
+                           "use smaller tiles or fewer pipeline stages for this case")
 
 
 _cuda_launchers: dict[Any, _CudaLauncher] = {}

@@ -122,3 +122,17 @@ def test_reused_blocks_hold_new_values():
     for i in range(20):
         x = nbx_core.full((300,), float(i), device="cuda")
         np.testing.assert_array_equal(x.cpu().numpy(), np.full(300, i, np.float32))
+
+
+def test_aot_refuses_a_kernel_over_the_shared_memory_limit(monkeypatch):
+    # A kernel that compiles but could not launch (too much shared memory) is an error at compile time.
+    from types import SimpleNamespace
+
+    from nbx_core import launch
+    from nbx_core.errors import BackendError
+
+    monkeypatch.setenv("NBX_AOT_TARGET", "sm_90")
+    kernel = SimpleNamespace(__name__="_big_kernel")
+    launch._check_shared(kernel, SimpleNamespace(metadata=SimpleNamespace(shared=232448)))
+    with pytest.raises(BackendError, match=r"_big_kernel: needs 262144 bytes of shared memory, over the 232448"):
+        launch._check_shared(kernel, SimpleNamespace(metadata=SimpleNamespace(shared=262144)))

@@ -416,7 +416,12 @@ def test_nt_gemm_keeps_its_wgmmas_in_flight(monkeypatch, tma, bias):
     compiled, warmup = [], matmul._gemm_kernel.warmup
     monkeypatch.setattr(nbx_core.launch, "compiled_variants", set())
     monkeypatch.setattr(matmul, "_config", lambda *args: {**tile, "TMA": tma})
-    monkeypatch.setattr(matmul._gemm_kernel, "warmup", lambda *a, **kw: compiled.append(warmup(*a, **kw)))
+
+    def keep(*args, **kwargs):
+        compiled.append(warmup(*args, **kwargs))
+        return compiled[-1]
+
+    monkeypatch.setattr(matmul._gemm_kernel, "warmup", keep)
     x, w = make((256, 512), "bfloat16"), make((512, 512), "bfloat16", seed=1)
     run_op("aten::linear", x, w, *([make((512,), "bfloat16", seed=2)] if bias else []))
     with tempfile.NamedTemporaryFile("wb", suffix=".cubin") as f:

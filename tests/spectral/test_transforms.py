@@ -112,6 +112,18 @@ def test_four_step_and_bluestein_plans(small_plans, n, fft_check):
         fft_check("aten::_fft_c2c", x, [1], 2, True, n=n)
 
 
+@pytest.mark.parametrize("n", [256, 2048, 16384])
+def test_row_and_column_plans(n, fft_check):
+    # Powers of two: 256 and 2048 run in one program per row, 16384 takes a column pass first.
+    fft_check("aten::fft_fft", make((2, n), "complex64"), None, -1, None, n=n)
+    fft_check("aten::fft_ifft", make((2, n), "complex64"), None, -1, "ortho", n=n)
+    fft_check("aten::fft_rfft", make((2, n)), None, -1, "forward", n=n)
+    fft_check("aten::fft_irfft", make((2, n // 2 + 1), "complex64"), n, -1, None, n=n)
+    # Strided rows and samples: the transformed dim first, or every other sample.
+    fft_check("aten::fft_fft", make((n, 2), "complex64"), None, 0, None, n=n)
+    fft_check("aten::fft_rfft", make((2, 2 * n))[:, ::2], None, -1, None, n=n)
+
+
 def test_bad_input_errors():
     x = make((3, 8))
     check_raises("aten::fft_rfft", x, 0, match="n must be >= 1")

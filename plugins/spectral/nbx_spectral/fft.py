@@ -25,9 +25,14 @@ from nbx_core.ops import views
 from nbx_core.ops.copy import copy_
 from nbx_core.tensor import NBXTensor, empty_tensor
 
-from . import plan
+from . import plan, row_fft
 
 DOT_PRECISION = "tf32x3"
+
+TILES = (128, 32, 32, 4, 3)
+"""GPU tiles of ``_dft_kernel``: (BM, BN, BK, num_warps, num_stages), from the H200 sweep of the
+stft shape (benchmarks/results/sweeps/h200-spectral.json): narrow tiles win, 1.27 ms against 1.55 at
+(128, 64, 32, 8, 3)."""
 
 
 @triton.jit
@@ -108,11 +113,12 @@ def _hermitian_kernel(x_ptr, y_ptr, n_half, n, sx_row, sx_el, BLOCK: tl.constexp
     tl.store(y_ptr + y_off[:, None] + tl.arange(0, 2)[None, :], tl.join(re, im), mask=ok[:, None])
 
 
-def _tiles(m: int) -> tuple[int, int, int, int]:
-    """(BM, BN, BK, num_warps): few, large programs on the interpreter, where each costs Python time."""
+def _tiles(m: int) -> tuple[int, int, int, int, int]:
+    """(BM, BN, BK, num_warps, num_stages): few, large programs on the interpreter, where each costs
+    Python time."""
     if BACKEND == "cpu":
-        return min(max(triton.next_power_of_2(m), 16), 256), 64, 64, 1
-    return 64, 64, 32, 4
+        return min(max(triton.next_power_of_2(m), 16), 256), 64, 64, 1, 1
+    return TILES
 
 
 def _floats(t: NBXTensor) -> NBXTensor:
@@ -136,14 +142,14 @@ def dft(x: NBXTensor, y: NBXTensor, *, kind: str, n: int, n_out: int, sign: int,
     w = plan.dft_matrix(kind, n, n_out, sign, x.device)
     tw = plan.twiddles(twiddle, sign, x.device) if twiddle else w
     win = window if window is not None else w
-    bm, bn, bk, warps = _tiles(rows)
+    bm, bn, bk, warps, stages = _tiles(rows)
     ncols = n if kind == "c2r" else n_out
     launch(_dft_kernel, (cdiv(rows, bm), cdiv(ncols, bn)), xf, w, tw, win, yf,
            rows, k_in * pin, ncols, w.shape[2], w.shape[1] * w.shape[2],
            *xa, *ya, *freq, max(twiddle, 1), float(scale),
            PIN=pin, COMPLEX_OUT=complex_out, TWIDDLE=bool(twiddle), WINDOW=window is not None,
            BM=bm, BN=bn, BK=bk, INT64=needs_int64(max(x.numel(), y.numel()) * 2, xf, yf),
-           PREC=DOT_PRECISION, num_warps=warps)
+           PREC=DOT_PRECISION, num_warps=warps, num_stages=stages)
 
 
 def _rows(t: NBXTensor) -> tuple[int, int]:
@@ -194,7 +200,15 @@ def _bluestein(x: NBXTensor, y: NBXTensor, n: int, n_out: int, sign: int, scale:
 def fft_rows(x: NBXTensor, y: NBXTensor, *, n: int, n_out: int, sign: int, scale: float = 1.0) -> None:
     """y[r, k] = scale * sum_j x[r, j] exp(sign*2*pi*i*j*k/n) for k < n_out (x real or complex 2-D)."""
     kind = plan.plan_kind(n)
-    if kind == "direct":
+    if kind == "row":
+        row_fft.row_fft(x, y, n=n, n_lim=n_out, sign=sign, scale=scale)
+    elif kind == "columns":
+        c, r = plan.column_split(n)
+        tmp = empty_tensor((x.shape[0], c, r), D.complex64, x.device)
+        row_fft.column_pass(x, tmp, n=n, c=c, sign=sign)
+        row_fft.row_fft(views.view(tmp, -1, r), y, n=r, n_lim=n_out, sign=sign, scale=scale, columns=c,
+                        y_rows=y.stride())
+    elif kind == "direct":
         _direct(x, y, "c2c" if x.dtype.is_complex else "r2c", n, n_out, sign, scale)
     elif kind == "four-step":
         _four_step(x, y, n, n_out, sign, scale)

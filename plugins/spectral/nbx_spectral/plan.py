@@ -1,7 +1,10 @@
 """Host-side FFT planning: how a length factorises, and the float64-built tables the kernels read.
 
-A transform of length ``n`` runs as one of three plans:
+A transform of length ``n`` runs as one of five plans:
 
+- ``row`` (a power of two in [256, MAX_ROW]): one program per row, two matmul stages (row_fft.py).
+- ``columns`` (a power of two up to MAX_ROW * MAX_COLUMNS): a pass of short DFTs down the columns,
+  then ``row`` transforms of the rows it leaves.
 - ``direct`` (n <= DIRECT_MAX): one DFT-as-matmul against an (n x n_out) cos/sin matrix.
 - ``four-step`` (n = n1 * n2, both <= DIRECT_MAX): DFTs of length n1 down the columns of the
   (n1 x n2) view, a twiddle multiply, DFTs of length n2 along the rows, stored transposed.
@@ -27,8 +30,36 @@ from nbx_core.tensor import NBXTensor
 DIRECT_MAX = 512
 """Largest length done as one matmul (400-point STFT frames take this path)."""
 
-PAD = 64
+PAD = 128
 """Matrix rows and columns are padded to a multiple of this (every kernel tile size divides it)."""
+
+
+MAX_ROW = 4096
+"""Longest row one program transforms (64 x 64 matmuls; a 64 x 128 split needs more shared memory
+than an H200 has under Triton 3.6)."""
+
+MIN_FACTOR = 16
+"""Smallest matmul dimension tl.dot takes, hence the smallest factor of a row or column plan."""
+
+MAX_COLUMNS = 128
+"""Most columns a column pass transforms at once."""
+
+
+def row_factors(n: int) -> tuple[int, int] | None:
+    """(N1, N2), N1 * N2 == n and N1 <= N2, when ``n`` is a power of two in [MIN_FACTOR**2, MAX_ROW]."""
+    if n & (n - 1) or not MIN_FACTOR * MIN_FACTOR <= n <= MAX_ROW:
+        return None
+    n1 = 1 << (n.bit_length() - 1) // 2
+    return n1, n // n1
+
+
+def column_split(n: int) -> tuple[int, int] | None:
+    """(C, R) for a power of two ``n`` above MAX_ROW: C-point column DFTs, then rows of R = n / C
+    done by the row plan (R <= MAX_ROW, C <= MAX_COLUMNS)."""
+    if n & (n - 1) or not MAX_ROW < n <= MAX_ROW * MAX_COLUMNS:
+        return None
+    c = max(MIN_FACTOR, n // MAX_ROW)
+    return c, n // c
 
 
 def _round_up(n: int, m: int = PAD) -> int:
@@ -45,7 +76,11 @@ def split(n: int) -> tuple[int, int] | None:
 
 
 def plan_kind(n: int) -> str:
-    """``direct``, ``four-step`` or ``bluestein`` for a transform of length ``n``."""
+    """``row``, ``columns``, ``direct``, ``four-step`` or ``bluestein`` for a transform of length ``n``."""
+    if row_factors(n) is not None:
+        return "row"
+    if column_split(n) is not None:
+        return "columns"
     if n <= DIRECT_MAX:
         return "direct"
     if split(n) is not None:
@@ -55,11 +90,11 @@ def plan_kind(n: int) -> str:
 
 def bluestein_length(n: int) -> int:
     """The power-of-two convolution length Bluestein uses for ``n``."""
-    m = 1 << (2 * n - 2).bit_length()
-    if split(m) is None:
+    m = max(1 << (2 * n - 2).bit_length(), MIN_FACTOR * MIN_FACTOR)
+    if plan_kind(m) not in ("row", "columns"):
         raise NbxValueError(
             f"fft: length {n} needs a {m}-point Bluestein convolution, beyond the largest NBX supports "
-            f"({DIRECT_MAX**2}): use a length with small prime factors or split the transform")
+            f"({MAX_ROW * MAX_COLUMNS}): use a length with small prime factors or split the transform")
     return m
 
 
@@ -106,6 +141,13 @@ def _device_table(arr: np.ndarray, device: Any) -> NBXTensor:
 def dft_matrix(kind: str, n: int, n_out: int, sign: int, device: Any) -> NBXTensor:
     """Cached float32 DFT matrices for ``kind`` in ("c2c", "r2c", "c2r"), shape (parts, Kp, Np)."""
     return _device_table(_matrix_host(kind, n, n_out, sign), device)
+
+
+@lru_cache(maxsize=64)
+def dense_dft(n: int, sign: int, device: Any) -> NBXTensor:
+    """exp(sign * 2*pi*i * j*k / n) for j, k in [0, n), as (2, n, n) float32: real parts, then imaginary."""
+    ang = _angles(n, n, n)
+    return _device_table(np.stack([np.cos(ang), sign * np.sin(ang)]), device)
 
 
 @lru_cache(maxsize=64)

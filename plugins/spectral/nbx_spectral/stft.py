@@ -12,6 +12,8 @@ window, so it is computed on the host (float64) and checked there: torch's NOLA 
 envelope below 1e-11 anywhere in the output, is an error before any kernel runs.
 """
 
+from functools import lru_cache
+
 import numpy as np
 import triton
 import triton.language as tl
@@ -20,6 +22,7 @@ from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
 from nbx_core.launch import BACKEND, cdiv, launch
 from nbx_core.ops import views
+from nbx_core.ops.copy import contiguous, copy_
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 
 from . import fft
@@ -71,22 +74,41 @@ def _block(n: int) -> int:
     return min(triton.next_power_of_2(max(n, 16)), 1 << 16 if BACKEND == "cpu" else 1024)
 
 
+def _checked_window(op: str, window: NBXTensor, win_length: int) -> NBXTensor:
+    if window.dtype.is_complex:
+        raise NbxTypeError(f"{op}: complex windows are not supported by NBX: pass a real float32 window")
+    window = check_dtype(op, window)
+    if window.ndim != 1 or window.shape[0] != win_length:
+        raise ShapeError(f"{op}: expected a 1D window tensor of size equal to win_length={win_length}, "
+                         f"but got window with size {list(window.shape)}")
+    return window
+
+
 def _window(op: str, window: NBXTensor | None, n_fft: int, win_length: int, device) -> NBXTensor:
-    """The length-n_fft float32 window: ``window`` (or ones) centred with zeros when win_length < n_fft."""
-    if window is not None:
-        if window.dtype.is_complex:
-            raise NbxTypeError(f"{op}: complex windows are not supported by NBX: pass a real float32 window")
-        window = check_dtype(op, window)
-        if window.ndim != 1 or window.shape[0] != win_length:
-            raise ShapeError(f"{op}: expected a 1D window tensor of size equal to win_length={win_length}, "
-                             f"but got window with size {list(window.shape)}")
-        host = np.asarray(window.numpy(), dtype=np.float32)
-    else:
-        host = np.ones(win_length, dtype=np.float32)
+    """The length-n_fft float32 window: ``window`` (or ones) centred with zeros when win_length < n_fft.
+    A given window stays on its device (no copy to the host, which would stall the queue each call)."""
+    if window is None:
+        return _ones_window(n_fft, win_length, device)
+    window = _checked_window(op, window, win_length)
+    if win_length == n_fft:
+        return contiguous(window)
+    full = empty_tensor((n_fft,), D.float32, device, zero=True)
+    copy_(views.narrow(full, 0, (n_fft - win_length) // 2, win_length), window)
+    return full
+
+
+@lru_cache(maxsize=32)
+def _ones_window(n_fft: int, win_length: int, device) -> NBXTensor:
+    # Cached: an upload per call would wait for the queue as the host copy did.
+    return _upload(_host_window(None, n_fft, win_length), device)
+
+
+def _host_window(window: NBXTensor | None, n_fft: int, win_length: int) -> np.ndarray:
+    """``_window`` on the host, for istft's envelope (read once per call, as its NOLA check must)."""
     left = (n_fft - win_length) // 2
     full = np.zeros(n_fft, dtype=np.float32)
-    full[left:left + win_length] = host
-    return _upload(full, device)
+    full[left:left + win_length] = 1.0 if window is None else np.asarray(window.numpy(), dtype=np.float32)
+    return full
 
 
 def _upload(arr: np.ndarray, device) -> NBXTensor:
@@ -221,11 +243,12 @@ def istft(self: NBXTensor, n_fft: int, hop_length: int | None = None, win_length
                             "(pass onesided=False with return_complex=True)")
     if frames < 1:
         raise ShapeError("istft: the input has no frames")
-    w = _window("istft", window, n_fft, win, spec.device)
+    host_w = _host_window(None if window is None else _checked_window("istft", window, win), n_fft, win)
+    w = _upload(host_w, spec.device)
     expected = n_fft + hop * (frames - 1)
     start = n_fft // 2 if center else 0
     end = start + length if length is not None else (expected - n_fft // 2 if center else expected)
-    env = _envelope(w.numpy(), hop, frames, expected)[start:min(end, expected)]
+    env = _envelope(host_w, hop, frames, expected)[start:min(end, expected)]
     if env.size and np.abs(env).min() < 1e-11:
         raise NbxValueError(f"istft: window overlap add min: {np.abs(env).min():.3g} (the window fails the "
                             "NOLA condition): use a window and hop_length whose squared overlap never vanishes")

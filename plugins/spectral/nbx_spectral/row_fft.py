@@ -1,0 +1,189 @@
+"""Power-of-two FFTs whose rows fit in one program: two matmul stages and a twiddle, in one launch.
+
+A row of ``n = N1 * N2`` samples is read as the (N2 x N1) matrix ``A[j2, j1] = x[j1 * N2 + j2]``.
+Then ``T = A @ F1`` (length-N1 DFTs), ``T[j2, k1] *= w_n^(j2 * k1)`` and ``Z = F2 @ T`` (length-N2
+DFTs) give ``X[k1 + N1 * k2] = Z[k2, k1]``: the four-step algorithm with every intermediate kept
+in the program, so a row costs one read and one write of memory.
+
+Longer rows first take a column pass (``_column_kernel``): DFTs of length C down the columns of
+the (C x R) view, twiddled by ``w_n^(j * k1)`` and stored as C rows of length
+R, which the one-program kernel then finishes, writing bin ``k1 + C * k2``.
+
+Precision: the matmuls run on tf32 tensor cores in three passes (tf32.py), which keeps float32-level
+accuracy; the complex products use Gauss's three real products. Tables (DFT matrices, twiddles) come from
+plan.py, computed in float64 and rounded once.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from nbx_core.kernels.indexing import needs_int64
+from nbx_core.launch import BACKEND, cdiv, launch
+from nbx_core.ops import views
+from nbx_core.tensor import NBXTensor
+
+from . import plan
+from .tf32 import dot3, split
+
+
+@triton.jit
+def _load_dft(f_ptr, N: tl.constexpr):
+    # The (N x N) DFT matrix, stored as (2, N, N): real parts, then imaginary parts.
+    offs = tl.arange(0, N)[:, None] * N + tl.arange(0, N)[None, :]
+    return tl.load(f_ptr + offs), tl.load(f_ptr + N * N + offs)
+
+
+@triton.jit
+def _cmatmul(xr, xi, fr, fi, M: tl.constexpr, N: tl.constexpr, X_REAL: tl.constexpr):
+    # (xr + i xi) @ (fr + i fi) by Gauss: k1 = (xr + xi) @ fr, k2 = xr @ (fi - fr), k3 = xi @ (fr + fi);
+    # real k1 - k3, imaginary k1 + k2. A real x needs two products.
+    zero = tl.zeros((M, N), dtype=tl.float32)
+    xr_hi, xr_lo = split(xr)
+    fr_hi, fr_lo = split(fr)
+    if X_REAL:
+        fi_hi, fi_lo = split(fi)
+        return dot3(xr_hi, xr_lo, fr_hi, fr_lo, zero), dot3(xr_hi, xr_lo, fi_hi, fi_lo, zero)
+    s_hi, s_lo = split(xr + xi)
+    xi_hi, xi_lo = split(xi)
+    d_hi, d_lo = split(fi - fr)
+    p_hi, p_lo = split(fr + fi)
+    k1 = dot3(s_hi, s_lo, fr_hi, fr_lo, zero)
+    k2 = dot3(xr_hi, xr_lo, d_hi, d_lo, zero)
+    k3 = dot3(xi_hi, xi_lo, p_hi, p_lo, zero)
+    return k1 - k3, k1 + k2
+
+
+@triton.jit
+def _load_rows(x_ptr, offs, mask, COMPLEX: tl.constexpr):
+    # Real samples, or complex ones as (re, im) float32 pairs at offs and offs + 1.
+    if COMPLEX:
+        pair = tl.arange(0, 2)[None, None, :]
+        v = tl.load(x_ptr + offs[:, :, None] + pair, mask=mask[:, :, None], other=0.0)
+        return tl.split(v)
+    v = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    return v, v
+
+
+@triton.jit
+def _twiddle(tr, ti, tw_ptr, idx):
+    # (tr + i ti) * exp(sign * 2 pi i * idx / n), from the (n, 2) table.
+    wr = tl.load(tw_ptr + 2 * idx)
+    wi = tl.load(tw_ptr + 2 * idx + 1)
+    return tr * wr - ti * wi, tr * wi + ti * wr
+
+
+@triton.jit
+def _row_fft_kernel(x_ptr, f1_ptr, f2_ptr, tw_ptr, y_ptr, rows, sx_row, sx_el, C, sy_row, sy_el, n_lim, scale,
+                    N1: tl.constexpr, N2: tl.constexpr, COMPLEX_IN: tl.constexpr, UNIT_X: tl.constexpr,
+                    UNIT_Y: tl.constexpr, INT64: tl.constexpr):
+    # Row m: samples at m * sx_row + j * sx_el; bin k at (m // C) * sy_row + ((m % C) + C * k) * sy_el,
+    # stored while (m % C) + C * k < n_lim. Programs stride over the rows. UNIT_X / UNIT_Y: the
+    # element stride is one sample (known at compile time, so accesses vectorize).
+    if UNIT_X:
+        sx_el = 2 if COMPLEX_IN else 1
+    if UNIT_Y:
+        sy_el = 2
+    j2 = tl.arange(0, N2)
+    j1 = tl.arange(0, N1)
+    # A square split (N1 == N2) has one table, read once into registers; two tables of a non-square
+    # split would not fit beside the row, so those load per row (L1/L2 hits).
+    g_r, g_i = _load_dft(f1_ptr, N1)
+    x_idx = (j1[None, :] * N2 + j2[:, None]) * sx_el
+    tw_idx = j2[:, None] * j1[None, :]
+    bin_idx = j1[:, None] + N1 * j2[None, :]
+    for i in range(tl.program_id(0), rows, tl.num_programs(0)):
+        m = i
+        if INT64:
+            m = i.to(tl.int64)
+        # T = A @ F1 with A[j2, j1] = x[j1 * N2 + j2], twiddled; then Z^T = T^T @ F2, so both products
+        # take the row as their register operand and a table as the shared-memory one.
+        ar, ai = _load_rows(x_ptr + m * sx_row, x_idx, tw_idx >= 0, COMPLEX_IN)
+        if N1 == N2:
+            f1r, f1i = g_r, g_i
+        else:
+            f1r, f1i = _load_dft(f1_ptr, N1)
+        tr, ti = _cmatmul(ar, ai, f1r, f1i, N2, N1, not COMPLEX_IN)
+        tr, ti = _twiddle(tr, ti, tw_ptr, tw_idx)
+        if N1 == N2:
+            f2r, f2i = g_r, g_i
+        else:
+            f2r, f2i = _load_dft(f2_ptr, N2)
+        zr, zi = _cmatmul(tl.trans(tr), tl.trans(ti), f2r, f2i, N1, N2, False)
+        bins = m % C + C * bin_idx
+        y_off = (m // C) * sy_row + bins * sy_el
+        out = tl.join(zr * scale, zi * scale)
+        tl.store(y_ptr + y_off[:, :, None] + tl.arange(0, 2)[None, None, :], out, mask=(bins < n_lim)[:, :, None])
+
+
+@triton.jit
+def _column_kernel(x_ptr, f_ptr, tw_ptr, y_ptr, R, sx_row, sx_el,
+                   C: tl.constexpr, BJ: tl.constexpr, COMPLEX_IN: tl.constexpr, UNIT_X: tl.constexpr,
+                   INT64: tl.constexpr):
+    # Row b, columns j0..j0+BJ of its (C x R) view: A[j, j1] = x[b, j1 * R + j]; T = A @ F_C, twiddled by
+    # w_n^(j * k1), stored complex to y[b, k1, j] (y contiguous, (B, C, R)).
+    if UNIT_X:
+        sx_el = 2 if COMPLEX_IN else 1
+    b = tl.program_id(1)
+    if INT64:
+        b = b.to(tl.int64)
+    j = tl.program_id(0) * BJ + tl.arange(0, BJ)
+    k = tl.arange(0, C)
+    ok = (j < R)[:, None] & (k >= 0)[None, :]
+    ar, ai = _load_rows(x_ptr + b * sx_row, (k[None, :] * R + j[:, None]) * sx_el, ok, COMPLEX_IN)
+    fr, fi = _load_dft(f_ptr, C)
+    tr, ti = _cmatmul(ar, ai, fr, fi, BJ, C, not COMPLEX_IN)
+    tr, ti = _twiddle(tr, ti, tw_ptr, j[:, None] * k[None, :])
+    y_off = 2 * (b * C * R + k[None, :] * R + j[:, None])
+    tl.store(y_ptr + y_off[:, :, None] + tl.arange(0, 2)[None, None, :], tl.join(tr, ti), mask=ok[:, :, None])
+
+
+def _programs(rows: int) -> int:
+    if BACKEND == "cpu":
+        return min(rows, 4)
+    return min(rows, 132 * PROGRAMS_PER_SM)
+
+
+PROGRAMS_PER_SM = 4
+NUM_WARPS = 4
+STAGES = 2
+COLUMN_TILE = 128
+
+
+def row_fft(x: NBXTensor, y: NBXTensor, *, n: int, n_lim: int, sign: int, scale: float,
+            columns: int = 1, y_rows: tuple[int, int] | None = None) -> None:
+    """FFT of each row of ``x`` (2-D, real or complex) into complex ``y``, bins below ``n_lim`` only.
+
+    ``columns`` > 1: row m of x is column bin m % columns of output row m // columns, its bin k going
+    to ``(m % columns) + columns * k`` (what a column pass needs); ``y_rows`` then gives (row stride,
+    element stride) of the output in complex elements.
+    """
+    n1, n2 = plan.row_factors(n)
+    xf = views.view_as_real(x) if x.dtype.is_complex else x
+    cplx = 2 if x.dtype.is_complex else 1
+    yf = views.view_as_real(y)
+    sy_row, sy_el = y_rows if y_rows is not None else y.stride()
+    f1 = plan.dense_dft(n1, sign, x.device)
+    f2 = plan.dense_dft(n2, sign, x.device)
+    tw = plan.twiddles(n, sign, x.device)
+    rows = x.shape[0]
+    launch(_row_fft_kernel, (_programs(rows),), xf, f1, f2, tw, yf, rows, x.stride(0) * cplx, x.stride(1) * cplx,
+           columns, 2 * sy_row, 2 * sy_el, n_lim, float(scale),
+           N1=n1, N2=n2, COMPLEX_IN=x.dtype.is_complex, UNIT_X=x.stride(1) == 1, UNIT_Y=sy_el == 1,
+           INT64=needs_int64(max(x.numel() * cplx, y.numel() * 2), xf, yf),
+           num_warps=NUM_WARPS if BACKEND != "cpu" else 1, num_stages=1)
+
+
+def column_pass(x: NBXTensor, tmp: NBXTensor, *, n: int, c: int, sign: int) -> None:
+    """tmp[b, k1, j] = w_n^(j * k1) * sum_j1 x[b, j1 * R + j] w_c^(j1 * k1), R = n / c (tmp complex, contiguous)."""
+    r = n // c
+    xf = views.view_as_real(x) if x.dtype.is_complex else x
+    cplx = 2 if x.dtype.is_complex else 1
+    bj = COLUMN_TILE if BACKEND != "cpu" else min(r, 256)
+    launch(_column_kernel, (cdiv(r, bj), x.shape[0]), xf, plan.dense_dft(c, sign, x.device),
+           plan.twiddles(n, sign, x.device), views.view_as_real(tmp), r, x.stride(0) * cplx, x.stride(1) * cplx,
+           C=c, BJ=bj, COMPLEX_IN=x.dtype.is_complex, UNIT_X=x.stride(1) == 1,
+           INT64=needs_int64(max(x.numel() * cplx, tmp.numel() * 2), xf, tmp),
+           num_warps=4 if BACKEND != "cpu" else 1)
+
