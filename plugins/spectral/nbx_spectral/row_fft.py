@@ -1,17 +1,19 @@
 """Power-of-two FFTs whose rows fit in one program: two matmul stages and a twiddle, in one launch.
 
 A row of ``n = N1 * N2`` samples is read as the (N2 x N1) matrix ``A[j2, j1] = x[j1 * N2 + j2]``.
-Then ``T = A @ F1`` (length-N1 DFTs), ``T[j2, k1] *= w_n^(j2 * k1)`` and ``Z = F2 @ T`` (length-N2
-DFTs) give ``X[k1 + N1 * k2] = Z[k2, k1]``: the four-step algorithm with every intermediate kept
-in the program, so a row costs one read and one write of memory.
+Then ``T = A @ F1`` (length-N1 DFTs), ``T[j2, k1] *= w_n^(j2 * k1)`` and ``Z^T = T^T @ F2``
+(length-N2 DFTs) give ``X[k1 + N1 * k2] = Z^T[k1, k2]``: the four-step algorithm with every
+intermediate kept in the program, so a row costs one read and one write of memory. Programs
+stride over the rows, so a DFT table (and its tf32 split) is read once per program, not per row.
 
 Longer rows first take a column pass (``_column_kernel``): DFTs of length C down the columns of
-the (C x R) view, twiddled by ``w_n^(j * k1)`` and stored as C rows of length
-R, which the one-program kernel then finishes, writing bin ``k1 + C * k2``.
+the (C x R) view, twiddled by ``w_n^(j * k1)`` and stored as C rows of length R, which the
+one-program kernel then finishes, writing bin ``k1 + C * k2``.
 
-Precision: the matmuls run on tf32 tensor cores in three passes (tf32.py), which keeps float32-level
-accuracy; the complex products use Gauss's three real products. Tables (DFT matrices, twiddles) come from
-plan.py, computed in float64 and rounded once.
+Precision: the matmuls run on tf32 tensor cores in three passes (tf32.py), which keeps
+float32-level accuracy; complex products use Gauss's three real products (four measured slower,
+benchmarks/probe_fft.py). Tables (DFT matrices, twiddles) come from plan.py, computed in float64
+and rounded once.
 """
 
 from __future__ import annotations
@@ -87,19 +89,20 @@ def _row_fft_kernel(x_ptr, f1_ptr, f2_ptr, tw_ptr, y_ptr, rows, sx_row, sx_el, C
         sy_el = 2
     j2 = tl.arange(0, N2)
     j1 = tl.arange(0, N1)
-    # A square split (N1 == N2) has one table, read once into registers; two tables of a non-square
+    # A square split (N1 == N2) has one table, read once per program; the two tables of a non-square
     # split would not fit beside the row, so those load per row (L1/L2 hits).
     g_r, g_i = _load_dft(f1_ptr, N1)
     x_idx = (j1[None, :] * N2 + j2[:, None]) * sx_el
     tw_idx = j2[:, None] * j1[None, :]
     bin_idx = j1[:, None] + N1 * j2[None, :]
+    every = tw_idx >= 0
     for i in range(tl.program_id(0), rows, tl.num_programs(0)):
         m = i
         if INT64:
             m = i.to(tl.int64)
         # T = A @ F1 with A[j2, j1] = x[j1 * N2 + j2], twiddled; then Z^T = T^T @ F2, so both products
         # take the row as their register operand and a table as the shared-memory one.
-        ar, ai = _load_rows(x_ptr + m * sx_row, x_idx, tw_idx >= 0, COMPLEX_IN)
+        ar, ai = _load_rows(x_ptr + m * sx_row, x_idx, every, COMPLEX_IN)
         if N1 == N2:
             f1r, f1i = g_r, g_i
         else:
@@ -139,16 +142,23 @@ def _column_kernel(x_ptr, f_ptr, tw_ptr, y_ptr, R, sx_row, sx_el,
     tl.store(y_ptr + y_off[:, :, None] + tl.arange(0, 2)[None, None, :], tl.join(tr, ti), mask=ok[:, :, None])
 
 
+SMS = 132
+"""Streaming multiprocessors of an H200, which the row programs' count is sized to."""
+
+PROGRAMS_PER_SM = 4
+"""Row programs per SM on the GPU (each loops over rows; 2 and 4 measured the same on the H200)."""
+
+NUM_WARPS = 4
+"""Warps of a row program: one warpgroup (8 warps ran 1.7x slower on the H200, probe_fft.py)."""
+
+COLUMN_TILE = 128
+"""Columns a column-pass program transforms (64-256 measured within 3%)."""
+
+
 def _programs(rows: int) -> int:
     if BACKEND == "cpu":
         return min(rows, 4)
-    return min(rows, 132 * PROGRAMS_PER_SM)
-
-
-PROGRAMS_PER_SM = 4
-NUM_WARPS = 4
-STAGES = 2
-COLUMN_TILE = 128
+    return min(rows, SMS * PROGRAMS_PER_SM)
 
 
 def row_fft(x: NBXTensor, y: NBXTensor, *, n: int, n_lim: int, sign: int, scale: float,
