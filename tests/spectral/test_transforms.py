@@ -124,6 +124,18 @@ def test_row_and_column_plans(n, fft_check):
     fft_check("aten::fft_rfft", make((2, 2 * n))[:, ::2], None, -1, None, n=n)
 
 
+def test_row_and_column_plans_with_int64_offsets(monkeypatch, fft_check):
+    # The 64-bit offset variants of the row and column kernels (chosen for > 2^31-element reach),
+    # forced at small sizes: strided and contiguous rows.
+    from nbx_spectral import row_fft
+
+    monkeypatch.setattr(row_fft, "needs_int64", lambda *args: True)
+    for n in (256, 16384):
+        fft_check("aten::fft_fft", make((2, n), "complex64"), None, -1, None, n=n)
+        fft_check("aten::fft_fft", make((n, 2), "complex64"), None, 0, None, n=n)
+        fft_check("aten::fft_rfft", make((2, 2 * n))[:, ::2], None, -1, None, n=n)
+
+
 def test_bad_input_errors():
     x = make((3, 8))
     check_raises("aten::fft_rfft", x, 0, match="n must be >= 1")

@@ -85,8 +85,12 @@ def _row_fft_kernel(x_ptr, f1_ptr, f2_ptr, tw_ptr, y_ptr, rows, sx_row, sx_el, C
     # element stride is one sample (known at compile time, so accesses vectorize).
     if UNIT_X:
         sx_el = 2 if COMPLEX_IN else 1
+    elif INT64:
+        sx_el = sx_el.to(tl.int64)
     if UNIT_Y:
         sy_el = 2
+    elif INT64:
+        sy_el = sy_el.to(tl.int64)
     j2 = tl.arange(0, N2)
     j1 = tl.arange(0, N1)
     # A square split (N1 == N2) has one table, read once per program; the two tables of a non-square
@@ -96,10 +100,10 @@ def _row_fft_kernel(x_ptr, f1_ptr, f2_ptr, tw_ptr, y_ptr, rows, sx_row, sx_el, C
     tw_idx = j2[:, None] * j1[None, :]
     bin_idx = j1[:, None] + N1 * j2[None, :]
     every = tw_idx >= 0
-    for i in range(tl.program_id(0), rows, tl.num_programs(0)):
-        m = i
-        if INT64:
-            m = i.to(tl.int64)
+    first = tl.program_id(0)
+    if INT64:
+        first = first.to(tl.int64)
+    for m in range(first, rows, tl.num_programs(0)):
         # T = A @ F1 with A[j2, j1] = x[j1 * N2 + j2], twiddled; then Z^T = T^T @ F2, so both products
         # take the row as their register operand and a table as the shared-memory one.
         ar, ai = _load_rows(x_ptr + m * sx_row, x_idx, every, COMPLEX_IN)
@@ -128,6 +132,8 @@ def _column_kernel(x_ptr, f_ptr, tw_ptr, y_ptr, R, sx_row, sx_el,
     # w_n^(j * k1), stored complex to y[b, k1, j] (y contiguous, (B, C, R)).
     if UNIT_X:
         sx_el = 2 if COMPLEX_IN else 1
+    elif INT64:
+        sx_el = sx_el.to(tl.int64)
     b = tl.program_id(1)
     if INT64:
         b = b.to(tl.int64)
