@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
 from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
-from nbx_core.testing import check_raises, layouts, make, run_op
+from nbx_core.testing import check_raises, layouts, make, numeric, run_op
 
 NORMS = [None, "backward", "ortho", "forward"]
 
@@ -129,11 +130,33 @@ def test_row_and_column_plans_with_int64_offsets(monkeypatch, fft_check):
     # forced at small sizes: strided and contiguous rows.
     from nbx_spectral import row_fft
 
-    monkeypatch.setattr(row_fft, "needs_int64", lambda *args: True)
+    asked = []
+    monkeypatch.setattr(row_fft, "needs_int64", lambda *args: asked.append(args) or True)
     for n in (256, 16384):
         fft_check("aten::fft_fft", make((2, n), "complex64"), None, -1, None, n=n)
         fft_check("aten::fft_fft", make((n, 2), "complex64"), None, 0, None, n=n)
         fft_check("aten::fft_rfft", make((2, 2 * n))[:, ::2], None, -1, None, n=n)
+    assert len(asked) >= 9, "the row and column kernels did not choose their offsets through needs_int64"
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
+@pytest.mark.parametrize("n", [256, 16384])
+def test_row_and_column_plans_keep_nan_and_inf(n):
+    # The tf32 split of a NaN or an infinity is the value itself: a NaN whose bits would round into
+    # the sign bit (0x7FFFFFFF) still reaches every bin of its row, an infinity leaves no bin finite
+    # (as in torch, whose bins there are all NaN), and the other row is untouched.
+    x = np.random.default_rng(n).standard_normal((3, n)).astype(np.float32)
+    x.view(np.uint32)[0, 5] = 0x7FFFFFFF
+    x[1, 7] = np.inf
+    got = run_op("aten::fft_rfft", torch.from_numpy(x))
+    if not numeric():
+        return
+    got = got.numpy()
+    ref = torch.fft.rfft(torch.from_numpy(x)).numpy()
+    assert (np.isnan(got[0].real) | np.isnan(got[0].imag)).all()
+    assert not np.isfinite(ref[:2]).any() and not np.isfinite(got[1]).any()
+    exact = np.fft.rfft(x[2].astype(np.float64))
+    assert np.abs(got[2] - exact).max() < 1e-5 * np.sqrt(np.mean(np.abs(exact) ** 2)) * np.log2(n)
 
 
 def test_bad_input_errors():

@@ -206,8 +206,7 @@ def fft_rows(x: NBXTensor, y: NBXTensor, *, n: int, n_out: int, sign: int, scale
         c, r = plan.column_split(n)
         tmp = empty_tensor((x.shape[0], c, r), D.complex64, x.device)
         row_fft.column_pass(x, tmp, n=n, c=c, sign=sign)
-        row_fft.row_fft(views.view(tmp, -1, r), y, n=r, n_lim=n_out, sign=sign, scale=scale, columns=c,
-                        y_rows=y.stride())
+        row_fft.row_fft(views.view(tmp, -1, r), y, n=r, n_lim=n_out, sign=sign, scale=scale, columns=c)
     elif kind == "direct":
         _direct(x, y, "c2c" if x.dtype.is_complex else "r2c", n, n_out, sign, scale)
     elif kind == "four-step":

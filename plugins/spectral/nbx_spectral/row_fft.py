@@ -168,18 +168,17 @@ def _programs(rows: int) -> int:
 
 
 def row_fft(x: NBXTensor, y: NBXTensor, *, n: int, n_lim: int, sign: int, scale: float,
-            columns: int = 1, y_rows: tuple[int, int] | None = None) -> None:
-    """FFT of each row of ``x`` (2-D, real or complex) into complex ``y``, bins below ``n_lim`` only.
+            columns: int = 1) -> None:
+    """FFT of each row of ``x`` (2-D, real or complex) into complex 2-D ``y``, bins below ``n_lim`` only.
 
     ``columns`` > 1: row m of x is column bin m % columns of output row m // columns, its bin k going
-    to ``(m % columns) + columns * k`` (what a column pass needs); ``y_rows`` then gives (row stride,
-    element stride) of the output in complex elements.
+    to ``(m % columns) + columns * k`` (what finishing a column pass needs).
     """
     n1, n2 = plan.row_factors(n)
     xf = views.view_as_real(x) if x.dtype.is_complex else x
     cplx = 2 if x.dtype.is_complex else 1
     yf = views.view_as_real(y)
-    sy_row, sy_el = y_rows if y_rows is not None else y.stride()
+    sy_row, sy_el = y.stride()
     f1 = plan.dense_dft(n1, sign, x.device)
     f2 = plan.dense_dft(n2, sign, x.device)
     tw = plan.twiddles(n, sign, x.device)
