@@ -142,9 +142,9 @@ def test_row_and_column_plans_with_int64_offsets(monkeypatch, fft_check):
 @pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")
 @pytest.mark.parametrize("n", [256, 16384])
 def test_row_and_column_plans_keep_nan_and_inf(n):
-    # The tf32 split of a NaN or an infinity is the value itself: a NaN whose bits would round into
-    # the sign bit (0x7FFFFFFF) still reaches every bin of its row, an infinity leaves no bin finite
-    # (as in torch, whose bins there are all NaN), and the other row is untouched.
+    # A NaN whose tf32 rounding carries into the sign bit (0x7FFFFFFF) still reaches every bin of its
+    # row, an infinity leaves no bin finite (as in torch, whose bins there are all NaN), and the
+    # other row is untouched.
     x = np.random.default_rng(n).standard_normal((3, n)).astype(np.float32)
     x.view(np.uint32)[0, 5] = 0x7FFFFFFF
     x[1, 7] = np.inf

@@ -13,11 +13,10 @@ import triton.language as tl
 
 @triton.jit
 def split(x):
-    """(hi, lo) of a float32 tensor: hi exact in tf32, x == hi + lo exactly for finite x. An infinity
-    or NaN is its own hi (rounding its bits would turn an infinity into a NaN and carry some NaNs
-    into the sign bit, a zero); its lo is then NaN, which ``dot3`` drops."""
-    rounded = ((x.to(tl.uint32, bitcast=True) + 0x1000) & 0xFFFFE000).to(tl.float32, bitcast=True)
-    hi = tl.where(x - x == 0.0, rounded, x)
+    """(hi, lo) of a float32 tensor: hi exact in tf32, x == hi + lo exactly for finite x. A NaN or an
+    infinity leaves a NaN in lo (its rounded bits may even carry into the sign bit and make hi a
+    zero), and ``dot3`` lets that NaN through to every product it touches, so it is never lost."""
+    hi = ((x.to(tl.uint32, bitcast=True) + 0x1000) & 0xFFFFE000).to(tl.float32, bitcast=True)
     return hi, x - hi
 
 
@@ -26,8 +25,8 @@ def dot3(a_hi, a_lo, b_hi, b_lo, zero):
     """(a_hi + a_lo) @ (b_hi + b_lo) without the lo @ lo term, in three tf32 products; ``zero`` is a
     zero tile of the result's shape. Callers add the result to any running sum themselves: tensor
     cores accumulate in float32 with truncation, which over long chains (K = 400) cost ~1e-5."""
+    # No select on the small terms: a non-finite input's NaN lo must reach the result, and the row
+    # FFT has no registers to spare for one (an extra live tile there spills).
     small = tl.dot(a_hi, b_lo, tl.dot(a_lo, b_hi, zero, input_precision="tf32"), input_precision="tf32")
-    # An infinite input makes its lo part NaN (inf - inf); the hi product alone carries the infinity.
-    small = tl.where(small == small, small, 0.0)
     return tl.dot(a_hi, b_hi, small, input_precision="tf32")
 
