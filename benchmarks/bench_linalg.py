@@ -59,30 +59,38 @@ def run(h) -> None:
               dtype="bfloat16", flops=2 * 96 * 512 * 512 * 64)
 
 
-# Sweep candidates, (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, TMA): TMA 0 loads the
-# operands with pointers (cp.async), 1 with the copy engine (descriptors built on the device). The first
-# of each list is what h200.json ships. Kept few: each compiles a kernel variant per layout (about 1 s
-# each) and the whole sweep must stay under 90 s; groups run most important first.
+# Sweep candidates, (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, TMA[, SPLIT_K[, PERSISTENT]]):
+# TMA 0 loads the operands with pointers (cp.async), 1 with the copy engine (descriptors built on the
+# device); SPLIT_K slices K between programs; PERSISTENT n launches n programs per SM that walk the
+# tiles. The first of each list is what h200.json shipped before the persistent programs. Each
+# compiles a kernel variant per layout (about 1 s each); groups run most important first.
 PTR, TMA_ = 0, 1
 # BLOCK_K 128 reads 256 contiguous bytes per row of a K-major tile instead of 128.
 SQUARE = [(128, 256, 64, 8, 8, 3, PTR), (256, 128, 64, 8, 8, 3, PTR), (128, 128, 128, 8, 8, 3, PTR),
           (128, 256, 64, 8, 8, 3, TMA_), (128, 256, 64, 8, 8, 4, TMA_), (256, 128, 64, 8, 8, 3, TMA_)]
-# BERT's FFN (K = 768, 12 K steps): the earlier sweep's best NT tile, 128x128, joins.
+# BERT's FFN (K = 768, 12 K steps, 4 to 6 waves of tiles): persistent programs overlap each tile's
+# stores with the next tile's loads.
 FFN = [(128, 256, 64, 8, 8, 3, PTR), (128, 128, 64, 8, 8, 3, PTR), (128, 256, 64, 8, 8, 3, TMA_),
-       (128, 128, 64, 8, 8, 4, TMA_)]
+       (128, 128, 64, 8, 8, 4, TMA_), (128, 256, 64, 8, 8, 3, PTR, 1, 1), (128, 128, 64, 8, 8, 3, PTR, 1, 2),
+       (128, 128, 64, 8, 8, 4, PTR, 1, 2)]
 HUGE_NT = [(128, 256, 64, 8, 8, 3, PTR), (256, 128, 64, 8, 8, 3, PTR), (128, 256, 64, 8, 8, 3, TMA_)]
-SCORES = [(64, 128, 64, 8, 4, 2, PTR), (128, 64, 64, 8, 4, 2, PTR), (64, 128, 64, 8, 4, 2, TMA_),
-          (128, 64, 64, 8, 4, 2, TMA_)]
-# Prefill scores (K = 128, two K steps; the 268 MB output dominates): one BLOCK_K 128 step, fewer
-# stages and warps so that more programs share an SM and one's stores overlap another's products.
-PREFILL = [(128, 128, 64, 8, 8, 2, PTR), (128, 128, 128, 8, 8, 1, PTR), (128, 128, 128, 8, 4, 1, PTR),
-           (128, 256, 128, 8, 8, 1, PTR), (64, 256, 128, 8, 4, 1, PTR), (128, 128, 64, 8, 4, 2, TMA_)]
+# BERT scores (K = 64, one K step) and prefill scores (K = 128, two; the 268 MB output dominates):
+# per-tile programs against persistent ones (benchmarks/probe_bmm.py: a standalone persistent,
+# flattened kernel took prefill from 0.40-0.44x to 0.75x torch).
+SCORES = [(64, 128, 64, 8, 4, 2, PTR), (128, 128, 64, 8, 8, 2, PTR, 1, 2), (64, 128, 64, 8, 4, 2, PTR, 1, 3),
+          (128, 64, 64, 8, 4, 2, PTR, 1, 3), (64, 128, 64, 8, 4, 2, PTR, 1, 4), (128, 128, 64, 8, 8, 2, PTR, 1, 3)]
+PREFILL = [(128, 128, 64, 8, 8, 2, PTR), (64, 128, 64, 8, 4, 2, PTR, 1, 3), (64, 128, 64, 8, 4, 2, PTR, 1, 4),
+           (128, 128, 64, 8, 8, 2, PTR, 1, 2), (128, 64, 64, 8, 4, 2, PTR, 1, 3), (64, 256, 64, 8, 8, 2, PTR, 1, 2),
+           (64, 128, 64, 8, 4, 3, PTR, 1, 3), (128, 256, 64, 8, 8, 2, PTR, 1, 1), (256, 128, 64, 8, 8, 2, PTR, 1, 1),
+           (128, 128, 64, 8, 8, 2, PTR, 1, 1), (128, 128, 128, 8, 8, 2, PTR, 1, 1), (64, 128, 128, 8, 4, 2, PTR, 1, 2),
+           (128, 128, 64, 8, 4, 2, PTR, 1, 2), (64, 256, 64, 8, 4, 2, PTR, 1, 2), (64, 128, 64, 16, 4, 2, PTR, 1, 3),
+           (64, 128, 64, 4, 4, 2, PTR, 1, 3), (64, 128, 64, 1, 4, 2, PTR, 1, 3)]
 # Decoding (M = 16): 32 tiles of 128 columns leave most SMs idle; SPLIT_K (the 8th field) slices K
 # between programs. The first NN candidate is what h200.json shipped before (narrow, unsplit).
 DECODE_NN = [(16, 32, 256, 1, 4, 4, PTR, 1), (16, 128, 64, 1, 4, 4, PTR, 8), (16, 128, 128, 1, 4, 4, PTR, 8),
              (16, 256, 64, 1, 4, 4, PTR, 16), (16, 64, 128, 1, 4, 4, PTR, 4), (16, 128, 64, 1, 4, 4, PTR, 4)]
 DECODE_NT = [(16, 32, 256, 1, 4, 6, PTR, 1), (16, 64, 256, 1, 4, 4, PTR, 4), (16, 32, 256, 1, 4, 4, PTR, 2)]
-_SWEEP_BUDGET_S = 85.0
+_SWEEP_BUDGET_S = 240.0
 
 
 def sweep(h) -> None:
@@ -95,8 +103,10 @@ def sweep(h) -> None:
     without a bias (the case Triton 3.6 used to compile with serialised wgmmas); linear at 8192^3;
     attention scores q @ k^T (batched NT). Names carry the op, layout, load path (ptr: cp.async
     pointer loads, tma: tensor descriptors) and tile; ``table`` marks what the shipped table picks.
-    A group that would start past the time budget is skipped and reported as an error.
+    A group that would start past the time budget is skipped and reported as an error;
+    ``NBX_SWEEP_GROUPS=prefill,bert`` (names' first words) runs only those groups.
     """
+    import os
     import time
 
     import torch
@@ -107,19 +117,25 @@ def sweep(h) -> None:
     from nbx_core.ops.views import transpose
 
     start, base = time.perf_counter(), M._config
-    keys = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages", "TMA", "SPLIT_K")
+    keys = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages", "TMA", "SPLIT_K", "PERSISTENT")
+    defaults = (1, 0)
 
     def timed(name, cand, nbx, ref, shape, flops, m, n, k, layout):
-        cand = cand if len(cand) == len(keys) else (*cand, 1)
+        cand = (*cand, *defaults[len(cand) - 7:])
         cfg = dict(zip(keys, cand, strict=True))
         shipped = configs.lookup("bfloat16", m, n, k, layout)
-        table = tuple(shipped.get(key, 1 if key == "SPLIT_K" else 0) for key in keys) == cand
+        table = tuple(shipped.get(key, {"SPLIT_K": 1}.get(key, 0)) for key in keys) == cand
         split = f" split_k={cand[7]}" if cand[7] > 1 else ""
+        split += f" persistent={cand[8]}" if cand[8] else ""
         tag = f"{'tma' if cand[6] else 'ptr'} cfg={cand[:6]}{split}{' table' if table else ''}"
         M._config = lambda *args: dict(cfg)
         return h.compare(f"{name} {tag}", nbx=nbx, torch=ref, shape=shape, dtype="bfloat16", flops=flops)
 
+    only = [g for g in os.environ.get("NBX_SWEEP_GROUPS", "").split(",") if g]
+
     def within_budget(group):
+        if only and group.split()[0] not in only:
+            return False
         if time.perf_counter() - start < _SWEEP_BUDGET_S:
             return True
         h.errors.append({"name": f"sweep linalg {group}", "error": "skipped: past the sweep's time budget"})
@@ -150,20 +166,21 @@ def sweep(h) -> None:
     def scores(group, batch, m, n, k, cands):
         if not within_budget(group):
             return
-        q, kt = h.randn((batch, m, k)), h.randn((batch, n, k))
-        Q, KT = h.nbx(q), h.nbx(kt)
+        q, kt, kn = h.randn((batch, m, k)), h.randn((batch, n, k)), h.randn((batch, k, n))
+        Q, KT, KN = h.nbx(q), h.nbx(kt), h.nbx(kn)
         flops, shape = 2 * batch * m * n * k, (batch, m, n, k)
         for cand in cands:
+            timed("bmm NN", cand, lambda: M.bmm(Q, KN), lambda: q.bmm(kn), shape, flops, m, n, k, "NN")
             timed("bmm(q, k^T) NT", cand, lambda: M.bmm(Q, transpose(KT, 1, 2)), lambda: q.bmm(kt.transpose(1, 2)),
                   shape, flops, m, n, k, "NT")
 
     try:
+        scores("prefill scores", 32, 2048, 2048, 128, PREFILL)
+        scores("bert scores", 96, 512, 512, 64, SCORES)
+        gemms("bert ffn", 4096, 3072, 768, FFN)
         gemms("decode", 16, 4096, 4096, DECODE_NN, ops=("mm", "addmm"), nt_cands=DECODE_NT)
         gemms("4096^3", 4096, 4096, 4096, SQUARE, nobias=[SQUARE[0], SQUARE[3]])
-        gemms("bert ffn", 4096, 3072, 768, FFN)
-        scores("bert scores", 96, 512, 512, 64, SCORES)
         gemms("8192^3", 8192, 8192, 8192, HUGE_NT, ops=("linear+bias",))
-        scores("prefill scores", 32, 2048, 2048, 128, PREFILL)
     finally:
         M._config = base
         torch.cuda.empty_cache()

@@ -185,3 +185,23 @@ class Harness:
         mats.clear()
         torch.cuda.empty_cache()
         return self.ceilings
+
+
+def probe_main(doc: str, name: str, run: Callable[[Harness], None], argv: list[str] | None = None,
+               reps: int = 20) -> int:
+    """The command line of a probe script (``python -m benchmarks.probe_<name> --out DIR``): times
+    ``run(h)``'s comparisons and writes them to ``DIR/probe-<name>.json``."""
+    import argparse
+    import json
+    from pathlib import Path
+
+    p = argparse.ArgumentParser(description=doc)
+    p.add_argument("--out", type=Path, required=True)
+    args = p.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    h = Harness(reps=reps)
+    run(h)
+    (args.out / f"probe-{name}.json").write_text(json.dumps({"gpu": torch.cuda.get_device_name(),
+                                                             "results": h.results, "errors": h.errors},
+                                                            indent=1) + "\n")
+    return 0

@@ -11,8 +11,6 @@ on purpose; the others compute the FFT.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -125,17 +123,9 @@ def run(h) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks.harness import Harness
+    from benchmarks.harness import probe_main
 
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--out", type=Path, required=True)
-    args = p.parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
-    h = Harness(reps=20)
-    run(h)
-    (args.out / "probe-fft.json").write_text(json.dumps({"gpu": torch.cuda.get_device_name(), "results": h.results,
-                                                         "errors": h.errors}, indent=1) + "\n")
-    return 0
+    return probe_main(__doc__, "fft", run, argv)
 
 
 if __name__ == "__main__":

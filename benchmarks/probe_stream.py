@@ -3,8 +3,6 @@ plain grid, persistent grid-stride loops, streaming store hints. python -m bench
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -50,18 +48,15 @@ def _probe(h, dtype: str) -> None:
     h.compare("probe torch add out=", nbx=lambda: torch.add(a, b, out=out), torch=lambda: torch.add(a, b), **nbytes)
 
 
-def main() -> int:
-    from benchmarks.harness import Harness
-
-    p = argparse.ArgumentParser()
-    p.add_argument("--out", type=Path, required=True)
-    args = p.parse_args()
-    args.out.mkdir(parents=True, exist_ok=True)
-    h = Harness(reps=40)
+def run(h) -> None:
     for dtype in ("bfloat16", "float32"):
         _probe(h, dtype)
-    (args.out / "probe.json").write_text(json.dumps({"results": h.results, "errors": h.errors}, indent=1) + "\n")
-    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    from benchmarks.harness import probe_main
+
+    return probe_main(__doc__, "stream", run, argv, reps=40)
 
 
 if __name__ == "__main__":

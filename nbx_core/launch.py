@@ -16,6 +16,7 @@ kernel module must import it before its ``@triton.jit`` definitions run.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import cache
 from typing import Any
 
 from . import backend as _backend
@@ -336,6 +337,22 @@ def prepare(kernel: Any, grid: tuple[int, ...], args: Sequence[Any], varying: Se
     if not isinstance(grid, tuple):
         raise NbxTypeError(f"prepare: grid must be a tuple of ints, got {type(grid).__name__}")
     return Prepared(kernel, grid, args, varying, kwargs)
+
+
+H200_MULTIPROCESSORS = 132
+"""What :func:`multiprocessors` answers off the cuda backend: an H200's count, the aot target's GPU."""
+
+
+@cache
+def multiprocessors(index: int = 0) -> int:
+    """Streaming multiprocessors of CUDA device ``index``, for kernels that size their grid to the GPU
+    (persistent programs, split reductions): queried on the cuda backend, the H200's otherwise, so
+    the aot backend compiles the same launches and the interpreter runs them."""
+    if BACKEND != "cuda":
+        return H200_MULTIPROCESSORS
+    from triton.runtime import driver
+
+    return int(driver.active.utils.get_device_properties(index)["multiprocessor_count"])
 
 
 def cdiv(a: int, b: int) -> int:

@@ -252,6 +252,27 @@ def test_split_k(monkeypatch, dtype):
     assert grids[5][0][2] == (2 if grids[5][1] == 32 else 3)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int32"])
+def test_persistent(monkeypatch, dtype):
+    # Persistent programs (as for attention scores on the GPU): a one-dimensional grid of fewer
+    # programs than tiles, each walking (batch, tile) pairs across batch boundaries, with edge tiles,
+    # alpha/beta with a broadcast c, a broadcast batch operand and a transposed one.
+    from nbx_linalg import matmul
+
+    choose, launch, grids = matmul._config, matmul.launch, []
+    monkeypatch.setattr(matmul, "_config", lambda *args: {**choose(*args), "BLOCK_M": 16, "BLOCK_N": 16,
+                                                          "BLOCK_K": 16, "PERSISTENT": 1})
+    monkeypatch.setattr(matmul, "multiprocessors", lambda index: 5)
+    monkeypatch.setattr(matmul, "launch", lambda kernel, grid, *args, **kw: grids.append(grid)
+                        or launch(kernel, grid, *args, **kw))
+    check_op("aten::bmm", make((3, 40, 24), dtype), make((3, 24, 36), dtype, seed=1))
+    check_op("aten::baddbmm", make((1, 36), dtype, seed=2), make((3, 40, 24), dtype),
+             make((3, 24, 36), dtype, seed=1), beta=2, alpha=-1)
+    check_op("aten::matmul", make((2, 1, 40, 24), dtype), make((3, 36, 24), dtype, seed=3).transpose(1, 2))
+    # 9 tiles of 16 x 16 per batch (3 batches, then 2 x 3 broadcast) on 5 programs, not one per tile.
+    assert grids == [(5,)] * 3
+
+
 MATMUL_SHAPES = [
     ((9,), (9,)), ((5, 9), (9,)), ((9,), (9, 7)), ((5, 9), (9, 7)), ((2, 5, 9), (9,)), ((9,), (2, 9, 7)),
     ((2, 5, 9), (9, 7)), ((5, 9), (2, 9, 7)), ((2, 1, 5, 9), (3, 9, 7)), ((2, 3, 5, 9), (2, 3, 9, 7)),

@@ -62,6 +62,7 @@ _CFG = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 4, "num_warps": 
     ({**_CFG, "num_stages": "3"}, "num_stages must be an integer"),
     ({**_CFG, "SPLIT_K": 0}, "SPLIT_K must be at least 1"),
     ({**_CFG, "TMA": 2}, "TMA must be 0 or 1"),
+    ({**_CFG, "PERSISTENT": -1}, "PERSISTENT must be 0 or more"),
     ([64, 64, 32], "must be a JSON object"),
 ])
 def test_bad_user_cache_entry_is_a_clear_error(tmp_path, monkeypatch, entry, why):
@@ -136,9 +137,9 @@ def test_shipped_table_is_well_formed():
     table = configs._table()
     fields = {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages"}
 
-    def well_formed(cfg):  # TMA (0 or 1) and SPLIT_K (1 or more) are optional
-        return (set(cfg) - {"TMA", "SPLIT_K"} == fields and cfg.get("TMA", 0) in (0, 1)
-                and cfg.get("SPLIT_K", 1) >= 1)
+    def well_formed(cfg):  # TMA (0 or 1), SPLIT_K (1 or more) and PERSISTENT (0 or more) are optional
+        return (set(cfg) - {"TMA", "SPLIT_K", "PERSISTENT"} == fields and cfg.get("TMA", 0) in (0, 1)
+                and cfg.get("SPLIT_K", 1) >= 1 and cfg.get("PERSISTENT", 0) >= 0)
 
     for key, cfg in table["shapes"].items():
         cls, m, n, k, *layout = key.split(":")

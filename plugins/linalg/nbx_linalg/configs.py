@@ -3,8 +3,11 @@
 A configuration is a dict of ``BLOCK_M``, ``BLOCK_N``, ``BLOCK_K``, ``GROUP_M``, ``num_warps``,
 ``num_stages`` and, optionally, ``TMA``: 1 loads float16/bfloat16 operands with Hopper's copy engine
 through tensor descriptors where their strides and alignment allow (else, and by default, pointer
-loads), and ``SPLIT_K``: n slices K between n programs per output tile (decoding shapes, whose
-few tiles leave most SMs idle), the last of them adding the partials in slice order. Shapes fall
+loads), ``SPLIT_K``: n slices K between n programs per output tile (decoding shapes, whose
+few tiles leave most SMs idle), the last of them adding the partials in slice order, and
+``PERSISTENT``: n launches n programs per SM that walk the output tiles, each overlapping one
+tile's stores with the next tile's loads (short reductions with large outputs, such as attention
+scores, whose stores dominate); it applies to pointer loads without SPLIT_K. Shapes fall
 into buckets (each of M, N, K rounded up to a power of two) and operands into a layout: two
 letters, A's then B's, ``N`` when the operand is stored row-major ((M, K) and (K, N) with the last
 dim contiguous) and ``T`` when it is stored transposed (its K dim, for B, or its M dim, for A,
@@ -46,11 +49,14 @@ CANDIDATES: list[Config] = [
 ] + [
     {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": s, "TMA": 1}
     for bm, bn, s in [(128, 256, 3), (128, 256, 4), (256, 128, 3), (128, 128, 4)]
+] + [
+    {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": w, "num_stages": s, "PERSISTENT": p}
+    for bm, bn, w, s, p in [(128, 256, 8, 3, 1), (128, 128, 8, 2, 2), (64, 128, 4, 2, 3)]
 ]
 """What :func:`nbx_linalg.matmul.tune` tries for float16/bfloat16: large tiles (GROUP_M 8 and 16,
 BLOCK_K 128 for K-major operands), small-K batched tiles with few stages (one K step needs no deep
-pipeline, and less shared memory fits more programs per SM), narrow decode tiles, and the large
-tiles again with TMA loads."""
+pipeline, and less shared memory fits more programs per SM), narrow decode tiles, the large tiles
+again with TMA loads, and persistent programs (as many per SM as fit) for short reductions."""
 
 
 def dtype_class(dtype_name: str) -> str:
@@ -113,12 +119,14 @@ def _user_cache() -> dict[str, Config]:
 
 
 _FIELDS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages")
+_OPTIONAL = ("TMA", "SPLIT_K", "PERSISTENT")
 
 
 def check(config: Any, where: str) -> Config:
     """``config`` if it is a well-formed configuration, else an NbxValueError naming ``where`` it
     came from: the six fields (BLOCK_* powers of two; the others positive integers),
-    optionally TMA (0 or 1) and SPLIT_K (a positive integer), nothing else."""
+    optionally TMA (0 or 1), SPLIT_K (a positive integer) and PERSISTENT (programs per SM, 0 for one
+    program per tile), nothing else."""
     def bad(why: str) -> NbxValueError:
         return NbxValueError(f"GEMM configuration {where}: {why}; fix or delete the entry (tune() writes "
                              f"well-formed ones), got {config!r}")
@@ -126,7 +134,7 @@ def check(config: Any, where: str) -> Config:
     if not isinstance(config, dict):
         raise bad("must be a JSON object")
     missing = [f for f in _FIELDS if f not in config]
-    extra = sorted(set(config) - set(_FIELDS) - {"TMA", "SPLIT_K"})
+    extra = sorted(set(config) - set(_FIELDS) - set(_OPTIONAL))
     if missing or extra:
         raise bad(f"missing {missing}" if missing else f"unknown keys {extra}")
     for key, value in config.items():
@@ -139,6 +147,8 @@ def check(config: Any, where: str) -> Config:
         raise bad("GROUP_M, num_warps, num_stages and SPLIT_K must be at least 1")
     if config.get("TMA", 0) not in (0, 1):
         raise bad("TMA must be 0 or 1")
+    if config.get("PERSISTENT", 0) < 0:
+        raise bad("PERSISTENT must be 0 or more")
     return dict(config)
 
 

@@ -38,7 +38,7 @@ from nbx_core.kernels.dot import dot_operand
 from nbx_core.kernels.indexing import needs_int64, strided_offsets
 from nbx_core.kernels.tickets import last_to_arrive, tickets
 from nbx_core.kernels.tiles import grouped_tile
-from nbx_core.launch import BACKEND, cdiv, launch, next_pow2
+from nbx_core.launch import BACKEND, cdiv, launch, multiprocessors, next_pow2
 from nbx_core.memory import allocate
 from nbx_core.pointwise import tl_dtype
 from nbx_core.shape import broadcast_shapes, broadcast_strides, coalesce, numel, view_strides
@@ -53,22 +53,49 @@ _MAX_GRID_Y = 65535
 
 @triton.jit
 def _gemm_kernel(
-    a_ptr, b_ptr, c_ptr, out_ptr, part_ptr, cnt_ptr, M, N, K, k_chunk, batch0,
+    a_ptr, b_ptr, c_ptr, out_ptr, part_ptr, cnt_ptr, M, N, K, k_chunk, batch0, batches,
     bshape, a_bs, b_bs, c_bs, o_bs,
     sam, sak, sbk, sbn, scm, scn, som, son,
     alpha_f: tl.float64, beta_f: tl.float64, alpha_i: tl.int64, beta_i: tl.int64,
     HAS_C: tl.constexpr, C_ROW: tl.constexpr, USE_DOT: tl.constexpr, INT_ACC: tl.constexpr,
     PRECISION: tl.constexpr,
     ACC: tl.constexpr, BNDIM: tl.constexpr, EVEN_K: tl.constexpr, INT64: tl.constexpr,
+    TMA: tl.constexpr, A_T: tl.constexpr, B_T: tl.constexpr, SPLIT: tl.constexpr, PERSISTENT: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+):
+    # Grid: (output tiles, batches, K slices), or with PERSISTENT (programs,): each program walks the
+    # (batch, tile) pairs a grid's width apart, its tile loop flattened with the K loop so that the
+    # next tile's loads are in flight while this tile's results are stored. Short reductions (K of
+    # one or two steps, large outputs) are bound by those stores.
+    if PERSISTENT:
+        tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+        for t in tl.range(tl.program_id(0), tiles * batches, tl.num_programs(0), flatten=True):
+            _gemm_tile(a_ptr, b_ptr, c_ptr, out_ptr, part_ptr, cnt_ptr, t % tiles, t // tiles + batch0, M, N, K,
+                       k_chunk, bshape, a_bs, b_bs, c_bs, o_bs, sam, sak, sbk, sbn, scm, scn, som, son,
+                       alpha_f, beta_f, alpha_i, beta_i, HAS_C, C_ROW, USE_DOT, INT_ACC, PRECISION, ACC, BNDIM,
+                       EVEN_K, INT64, TMA, A_T, B_T, SPLIT, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
+    else:
+        _gemm_tile(a_ptr, b_ptr, c_ptr, out_ptr, part_ptr, cnt_ptr, tl.program_id(0), tl.program_id(1) + batch0,
+                   M, N, K, k_chunk, bshape, a_bs, b_bs, c_bs, o_bs, sam, sak, sbk, sbn, scm, scn, som, son,
+                   alpha_f, beta_f, alpha_i, beta_i, HAS_C, C_ROW, USE_DOT, INT_ACC, PRECISION, ACC, BNDIM,
+                   EVEN_K, INT64, TMA, A_T, B_T, SPLIT, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
+
+
+@triton.jit
+def _gemm_tile(
+    a_ptr, b_ptr, c_ptr, out_ptr, part_ptr, cnt_ptr, pid, batch, M, N, K, k_chunk,
+    bshape, a_bs, b_bs, c_bs, o_bs, sam, sak, sbk, sbn, scm, scn, som, son,
+    alpha_f, beta_f, alpha_i, beta_i,
+    HAS_C: tl.constexpr, C_ROW: tl.constexpr, USE_DOT: tl.constexpr, INT_ACC: tl.constexpr,
+    PRECISION: tl.constexpr, ACC: tl.constexpr, BNDIM: tl.constexpr, EVEN_K: tl.constexpr, INT64: tl.constexpr,
     TMA: tl.constexpr, A_T: tl.constexpr, B_T: tl.constexpr, SPLIT: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
-    # Grid: (output tiles, batches, K slices). With SPLIT, slice s multiplies K elements
-    # [s * k_chunk, (s + 1) * k_chunk) and stores its partial tile; the last slice of a tile to
-    # finish adds the partials in slice order and runs the epilogue.
-    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
-
-    batch = tl.program_id(1) + batch0
+    """Output tile ``pid`` (grouped order) of batch ``batch``. With SPLIT, K slice
+    ``tl.program_id(2)`` multiplies K elements [s * k_chunk, (s + 1) * k_chunk) and stores its
+    partial tile; the last slice of a tile to finish adds the partials in slice order and runs the
+    epilogue."""
+    pid_m, pid_n = grouped_tile(pid, M, N, BLOCK_M, BLOCK_N, GROUP_M)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     rk = tl.arange(0, BLOCK_K)
@@ -255,6 +282,7 @@ def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alp
     cfg = dict(config) if config is not None else _config(a.dtype, m, n, k, use_dot, layout)
     bm, bn, bk = cfg.pop("BLOCK_M"), cfg.pop("BLOCK_N"), cfg.pop("BLOCK_K")
     split_k = cfg.pop("SPLIT_K", 1)
+    per_sm = cfg.pop("PERSISTENT", 0)
     a_t, b_t = layout[0] == "T", layout[1] == "T"
     # TMA loads where the configuration asks for them and both half-type operands allow; otherwise
     # pointer loads.
@@ -265,6 +293,7 @@ def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alp
     # SPLIT_K slices of whole BLOCK_K steps (of the BLOCK_K the kernel runs).
     k_chunk = cdiv(cdiv(k, split_k), bk) * bk if k else bk
     splits = cdiv(k, k_chunk) if k else 1
+    persistent = bool(per_sm) and splits == 1 and not tma
     precision = triton_input_precision() if a.dtype is D.float32 or BACKEND == "cpu" else "ieee"
     is_int = acc.is_integral
     tensors = [t for t in (a, b, out) if t is not None] + ([c] if use_c else [])
@@ -281,9 +310,11 @@ def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alp
                 # A partial tile per (batch, slice, tile), a ticket counter per (batch, tile).
                 part = empty_tensor((batches * splits * tiles, bm * bn), acc, device)
                 cnt = tickets(device, batches * tiles)
+            grid = (min(tiles * batches, per_sm * multiprocessors(device.index or 0)),) if persistent \
+                else (tiles, batches, splits)
             launch(
-                _gemm_kernel, (tiles, batches, splits),
-                a, b, c if use_c else out, out, part, cnt, m, n, k, k_chunk, start,
+                _gemm_kernel, grid,
+                a, b, c if use_c else out, out, part, cnt, m, n, k, k_chunk, start, batches,
                 bshape, a_bs, b_bs, c_bs, o_bs,
                 a_st[-2], a_st[-1], b_st[-2], b_st[-1], c_st[-2], c_st[-1], o_st[-2], o_st[-1],
                 0.0 if is_int else float(alpha), 0.0 if is_int else float(beta),
@@ -291,7 +322,8 @@ def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alp
                 HAS_C=use_c, C_ROW=use_c and c_st[-2] == 0, USE_DOT=use_dot, INT_ACC=is_int, PRECISION=precision,
                 ACC=tl_dtype(acc), BNDIM=len(bshape), EVEN_K=k > 0 and k % bk == 0,
                 INT64=needs_int64(numel(shape), *tensors),
-                TMA=tma, A_T=tma and a_t, B_T=tma and b_t, SPLIT=splits > 1, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                TMA=tma, A_T=tma and a_t, B_T=tma and b_t, SPLIT=splits > 1, PERSISTENT=persistent,
+                BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
                 **cfg,
             )
     finally:
