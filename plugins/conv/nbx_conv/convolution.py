@@ -27,7 +27,7 @@ as 2-D ones with H = 1. Half types accumulate in float32; float32 uses full-prec
 float64 multiplies and sums in float64 without tensor cores.
 """
 
-from nbx_core.launch import BACKEND, cdiv, launch, next_pow2
+from nbx_core.launch import BACKEND, cdiv, launch, multiprocessors, next_pow2
 
 # isort: split
 # Triton after nbx_core.launch, which sets the backend up (the interpreter) before Triton is imported.
@@ -47,9 +47,6 @@ from .args import check_float, empty_output, ints, non_negative, positive
 
 FLAT, TAPS, POINTWISE = 0, 1, 2
 """The kernel's reduction loops (``REDUCTION``), described in the module docstring."""
-
-_SMS = 132
-"""Streaming multiprocessors of an H200: the tile heuristic aims for at least one full wave."""
 
 
 @triton.jit
@@ -223,6 +220,7 @@ def _config(m: int, kg: int, groups: int, cg: int, taps: int, flat: bool) -> tup
     # Tiles from the H200 sweep of the ResNet-50 layers (benchmarks/results/sweeps/h200-conv.json):
     # long flat reductions (the stem) and 3x3 layers of 128 channels take 256-row tiles; 64 output
     # channels take BLOCK_K 32; deep 7x7 maps take 256 output channels a tile and split the reduction.
+    sms = multiprocessors()  # the heuristic aims for at least one full wave of programs
     bm = 128 if m > 64 else 64
     if flat and m >= 65536:
         bm, bk = 256, 32
@@ -232,12 +230,12 @@ def _config(m: int, kg: int, groups: int, cg: int, taps: int, flat: bool) -> tup
         bk = min(bk, 32)
         if taps > 1 and kg > 32 and m >= 65536:
             bm = 256
-    if cdiv(m, bm) * groups < _SMS // 4 and kg >= 256:
+    if cdiv(m, bm) * groups < sms // 4 and kg >= 256:
         bn = 256
     tiles = cdiv(m, bm) * cdiv(kg, bn) * groups
     steps = cdiv(depth, bk) * (1 if flat else taps)
     # Too few tiles for the SMs (7x7 maps): split the reduction, each part keeping 8+ steps to pipeline.
-    parts = max(1, min(cdiv(_SMS, tiles), steps // 8, 4)) if tiles < _SMS // 2 else 1
+    parts = max(1, min(cdiv(sms, tiles), steps // 8, 4)) if tiles < sms // 2 else 1
     warps = 8 if bm * bn >= 128 * 128 or flat else 4
     # At most ~96 KB of stages, so two programs share an SM and one's epilogue hides behind the other.
     stages = 4 if (bm + bn) * bk * 2 * 4 <= 96 * 1024 and max(bm, bn) < 256 else 3

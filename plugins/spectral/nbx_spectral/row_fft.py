@@ -21,8 +21,9 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from nbx_core.device import Device
 from nbx_core.kernels.indexing import needs_int64
-from nbx_core.launch import BACKEND, cdiv, launch
+from nbx_core.launch import BACKEND, cdiv, launch, multiprocessors
 from nbx_core.ops import views
 from nbx_core.tensor import NBXTensor
 
@@ -148,11 +149,9 @@ def _column_kernel(x_ptr, f_ptr, tw_ptr, y_ptr, R, sx_row, sx_el,
     tl.store(y_ptr + y_off[:, :, None] + tl.arange(0, 2)[None, None, :], tl.join(tr, ti), mask=ok[:, :, None])
 
 
-SMS = 132
-"""Streaming multiprocessors of an H200, which the row programs' count is sized to."""
-
 PROGRAMS_PER_SM = 4
-"""Row programs per SM on the GPU (each loops over rows; 2 and 4 measured the same on the H200)."""
+"""Row programs per SM on the GPU, SMs counted by ``nbx_core.launch.multiprocessors`` (each program
+loops over rows; 2 and 4 measured the same on the H200)."""
 
 NUM_WARPS = 4
 """Warps of a row program: one warpgroup (8 warps ran 1.7x slower on the H200, probe_fft.py)."""
@@ -161,10 +160,10 @@ COLUMN_TILE = 128
 """Columns a column-pass program transforms (64-256 measured within 3%)."""
 
 
-def _programs(rows: int) -> int:
+def _programs(rows: int, device: Device) -> int:
     if BACKEND == "cpu":
         return min(rows, 4)
-    return min(rows, SMS * PROGRAMS_PER_SM)
+    return min(rows, multiprocessors(device.index or 0) * PROGRAMS_PER_SM)
 
 
 def row_fft(x: NBXTensor, y: NBXTensor, *, n: int, n_lim: int, sign: int, scale: float,
@@ -183,8 +182,8 @@ def row_fft(x: NBXTensor, y: NBXTensor, *, n: int, n_lim: int, sign: int, scale:
     f2 = plan.dense_dft(n2, sign, x.device)
     tw = plan.twiddles(n, sign, x.device)
     rows = x.shape[0]
-    launch(_row_fft_kernel, (_programs(rows),), xf, f1, f2, tw, yf, rows, x.stride(0) * cplx, x.stride(1) * cplx,
-           columns, 2 * sy_row, 2 * sy_el, n_lim, float(scale),
+    launch(_row_fft_kernel, (_programs(rows, x.device),), xf, f1, f2, tw, yf, rows, x.stride(0) * cplx,
+           x.stride(1) * cplx, columns, 2 * sy_row, 2 * sy_el, n_lim, float(scale),
            N1=n1, N2=n2, COMPLEX_IN=x.dtype.is_complex, UNIT_X=x.stride(1) == 1, UNIT_Y=sy_el == 1,
            INT64=needs_int64(max(x.numel() * cplx, y.numel() * 2), xf, yf),
            num_warps=NUM_WARPS if BACKEND != "cpu" else 1, num_stages=1)
