@@ -72,6 +72,10 @@ def test_shifts(name, dtype):
     if dtype != "uint8":
         check_op(name, a, -amounts)
     check_op(name, a.t(), make((4,), dtype, low=0, high=5))
+    # A bool operand promotes with the integer one (torch shifts by 0 or 1, or shifts 0 or 1).
+    check_op(name, a, make((8,), "bool"))
+    check_op(name, make((4, 8), "bool"), amounts)
+    check_op(name, a, True)
 
 
 def test_bitwise_errors():

@@ -58,13 +58,13 @@ def not_bool(op: str, *values: Operand, arg: str = "self") -> None:
             raise NbxTypeError(f"{op}: argument '{arg}' is a bool tensor, which {op} does not take: cast it first")
 
 
-def integral(op: str, *values: Operand, allow_bool: bool = True) -> None:
-    """Bitwise ops: integer (and bool) tensors only."""
+def integral(op: str, *values: Operand) -> None:
+    """Bitwise ops: integer and bool values only."""
     for v in values:
         dt = dtype_of(v)
-        if not dt.is_integral or (dt is D.bool_ and not allow_bool):
-            kinds = "integer or bool" if allow_bool else "integer"
-            raise NbxTypeError(f"{op}: got dtype {dt}, but {op} takes {kinds} values only: cast to an integer dtype")
+        if not dt.is_integral:
+            raise NbxTypeError(f"{op}: got dtype {dt}, but {op} takes integer or bool values only: cast to an "
+                               "integer dtype")
 
 
 def no_generator(op: str, generator: Any) -> None:

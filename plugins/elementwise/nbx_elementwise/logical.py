@@ -9,6 +9,7 @@ import triton
 import triton.language as tl
 
 from nbx_core import dtypes as D
+from nbx_core.errors import NbxTypeError
 from nbx_core.pointwise import pointwise
 from nbx_core.tensor import NBXTensor
 
@@ -95,26 +96,31 @@ def logical_not(self: NBXTensor, *, out: NBXTensor | None = None) -> NBXTensor:
     return pointwise(op, _logical_not, self, out_dtype=D.bool_, out=out)
 
 
-def _bitwise(name: str, fn: Any, allow_bool: bool = True) -> Callable[..., NBXTensor]:
+def _bitwise(name: str, fn: Any, bool_result: bool = True) -> Callable[..., NBXTensor]:
     op = f"aten::{name}"
 
     def wrapper(self: Any, other: Any, *, out: NBXTensor | None = None) -> NBXTensor:
         x, y = operand(op, self, "self"), operand(op, other, "other")
         if not isinstance(x, NBXTensor) and not isinstance(y, NBXTensor):
             tensor_arg(op, x)
-        integral(op, x, y, allow_bool=allow_bool)
+        integral(op, x, y)
+        if not bool_result and D.result_type(x, y) is D.bool_:
+            # As torch: a bool operand promotes with an integer one, but two bools have no shift.
+            raise NbxTypeError(f"{op}: both operands are bool, and {op} takes integer values: cast one to an "
+                               "integer dtype")
         return pointwise(op, fn, x, y, out=out)
 
     wrapper.__name__ = wrapper.__qualname__ = name
-    wrapper.__doc__ = f"``{op}`` (Tensor, Scalar, Scalar_Tensor): integer and bool dtypes only."
+    kinds = "integer and bool dtypes" if bool_result else "integer dtypes (a bool operand beside an integer one)"
+    wrapper.__doc__ = f"``{op}`` (Tensor, Scalar, Scalar_Tensor): {kinds} only."
     return wrapper
 
 
 bitwise_and = _bitwise("bitwise_and", _bitwise_and)
 bitwise_or = _bitwise("bitwise_or", _bitwise_or)
 bitwise_xor = _bitwise("bitwise_xor", _bitwise_xor)
-bitwise_left_shift = _bitwise("bitwise_left_shift", _left_shift, allow_bool=False)
-bitwise_right_shift = _bitwise("bitwise_right_shift", _right_shift, allow_bool=False)
+bitwise_left_shift = _bitwise("bitwise_left_shift", _left_shift, bool_result=False)
+bitwise_right_shift = _bitwise("bitwise_right_shift", _right_shift, bool_result=False)
 
 
 def bitwise_not(self: NBXTensor, *, out: NBXTensor | None = None) -> NBXTensor:

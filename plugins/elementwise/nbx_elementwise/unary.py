@@ -71,12 +71,16 @@ def _log1p(x, sc):
 
 @triton.jit
 def _sqrt(x, sc):
-    return tl.sqrt_rn(x)
+    # sqrt_rn is float32-only; float64's tl.sqrt is already correctly rounded.
+    if x.dtype == tl.float64:
+        return tl.sqrt(x)
+    else:
+        return tl.sqrt_rn(x)
 
 
 @triton.jit
 def _rsqrt(x, sc):
-    return 1.0 / tl.sqrt_rn(x)
+    return 1.0 / _sqrt(x, sc)
 
 
 @triton.jit
