@@ -214,11 +214,41 @@ def _check_args(args: Sequence[Any], kwargs: dict[str, Any]) -> None:
             raise _wrong_device(a, want)
 
 
-def _interp_args(args: Sequence[Any]) -> list[Any]:
-    return [
-        _InterpArg(a._storage, a._offset, a._shape, a._strides, a.dtype) if isinstance(a, NBXTensor) else a
-        for a in args
-    ]
+@cache
+def _float64_params(kernel: Any) -> frozenset[int]:
+    """Positions of ``kernel``'s parameters annotated ``tl.float64`` (or its string, under postponed
+    annotations)."""
+    import inspect
+
+    import triton.language as tl
+
+    def wide(note: Any) -> bool:
+        return note is tl.float64 or (isinstance(note, str) and note.split(".")[-1] in ("float64", "fp64"))
+
+    params = inspect.signature(kernel.fn).parameters.values()
+    return frozenset(i for i, p in enumerate(params) if wide(p.annotation))
+
+
+def _interp_args(kernel: Any, args: Sequence[Any]) -> list[Any]:
+    # Triton's interpreter takes a Python float as float32 even where the parameter says float64
+    # (a compiled kernel keeps all 53 bits); such floats go in as float64 scalars.
+    wide = _float64_params(kernel)
+    out = []
+    for i, a in enumerate(args):
+        if isinstance(a, NBXTensor):
+            a = _InterpArg(a._storage, a._offset, a._shape, a._strides, a.dtype)
+        elif i in wide and isinstance(a, float):
+            a = _float64_scalar(a)
+        out.append(a)
+    return out
+
+
+def _float64_scalar(value: float) -> Any:
+    import numpy as np
+    import triton.language as tl
+    from triton.runtime.interpreter import TensorHandle
+
+    return tl.tensor(TensorHandle(np.array([value], dtype=np.float64), tl.float64), tl.float64)
 
 
 def launch(kernel: Any, grid: Sequence[int], *args: Any, **kwargs: Any) -> None:
@@ -235,7 +265,7 @@ def launch(kernel: Any, grid: Sequence[int], *args: Any, **kwargs: Any) -> None:
         _cuda_launcher(kernel)(grid, args, kwargs)
     elif BACKEND == "cpu":
         _check_args(args, kwargs)
-        kernel[grid](*_interp_args(args), **kwargs)
+        kernel[grid](*_interp_args(kernel, args), **kwargs)
     else:
         _check_args(args, kwargs)
         # One compile per kernel, argument types and constexprs: integer specialisations (== 1,

@@ -26,6 +26,15 @@ def test_dtypes(dtype, causal):
     check_op(SDPA, *qkv(dtype=dtype), None, 0.0, causal)
 
 
+def test_float64_keeps_float64_precision():
+    # The scale reaches the kernel as a float64 (on the interpreter too: a float32 scale left
+    # errors of 2e-8 here), and an additive float64 mask is added at full precision.
+    q, k, v = qkv(dtype="float64", L=9, S=11)
+    mask = make((9, 11), "float64", seed=5)
+    for scale in (None, 0.3):
+        check_op(SDPA, q, k, v, mask, 0.0, False, scale=scale, rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("L,S", [(5, 3), (3, 9), (1, 6), (6, 1), (70, 40), (40, 70), (100, 100)])
 def test_causal_lengths(L, S):
     # torch aligns the causal mask top-left: query i sees keys j <= i (tril of an L x S matrix).
