@@ -85,3 +85,21 @@ def test_bitwise_errors():
     check_raises("aten::bitwise_and", make((3,), "int32"), 1.5, match="integer")
     check_raises("aten::bitwise_left_shift", make((3,), "bool"), make((3,), "bool"), match="integer")
     check_raises("aten::logical_and", make((3,)), make((2,)), match="broadcast")
+
+
+INTEGRAL = ("bool", "uint8", "int8", "int16", "int32", "int64")
+
+
+@pytest.mark.parametrize("name", (*BITWISE, *SHIFTS))
+def test_bitwise_dtype_pairs(name):
+    # Every pair of integer and bool dtypes: torch's result dtype and values where torch takes the
+    # pair, an NbxError where it refuses it (two bools for the shifts).
+    fn = getattr(torch.ops.aten, name.split("::")[1]).Tensor
+    for da, db in [(a, b) for a in INTEGRAL for b in INTEGRAL]:
+        x, y = make((2, 3), da, low=0, high=7), make((3,), db, low=0, high=7, seed=1)
+        try:
+            fn(x, y)
+        except RuntimeError:
+            check_raises(name, x, y, match="integer")
+            continue
+        check_op(name, x, y)
