@@ -128,6 +128,8 @@ def test_pow_overloads_and_integers():
     check_op("aten::pow", 2.5, exp.abs())
     check_op("aten::pow", 3, make((2, 3)))
     check_op("aten::pow", make((6,), "bool"), 2)
+    check_op("aten::pow", make((6,), "bool"), True)  # itself, and all True to False: bool results
+    check_op("aten::pow", make((6,), "bool"), False)
     neg = torch.tensor([-2.0, -2.0, -0.0, -0.0, -8.0, -1.0])
     check_op("aten::pow", neg, torch.tensor([3.0, 0.5, -1.0, 2.0, 1 / 3, float("inf")]))
     check_op("aten::pow", make((5,), "float64").abs(), make((5,), "float64"))

@@ -116,6 +116,12 @@ def _pow_float(x, y, sc):
 
 
 @triton.jit
+def _pow_bool(x, y, sc):
+    # A bool to a bool power: itself to True, True to False (torch's exponents 1 and 0).
+    return x | (y == 0)
+
+
+@triton.jit
 def _pow_int(x, y, sc):
     # Square-and-multiply over the exponent's bits; wraps on overflow like torch.
     r = x * 0 + 1
@@ -293,7 +299,10 @@ def pow(self: Any, exponent: Any, *, out: NBXTensor | None = None) -> NBXTensor:
         raise NbxTypeError(f"{op}: needs a tensor base or a tensor exponent")
     common = _common(op, self, exponent)
     if common is D.bool_:
-        raise NbxTypeError(f"{op}: not defined for bool tensors: cast them to an integer or floating dtype")
+        if isinstance(exponent, bool):
+            return pointwise(op, _pow_bool, self, exponent, out=out)
+        raise NbxTypeError(f"{op}: not defined for bool tensors (but for a Python bool exponent): cast them to "
+                           "an integer or floating dtype")
     if common.is_floating_point:
         return pointwise(op, _pow_float, self, exponent, dtype=common, compute=D.float64, out=out)
     if not isinstance(exponent, NBXTensor) and exponent < 0:
