@@ -118,7 +118,7 @@ def sweep_attention(h) -> None:
     Q, K, V = h.nbx(q), h.nbx(k), h.nbx(v)
     for cfg in [(16, 64, 4, 4), (16, 64, 4, 5), (16, 64, 4, 6), (16, 32, 4, 8), (16, 64, 8, 4)]:
         fa._config = lambda *a, c=cfg: c
-        h.compare(f"sdpa decode bm,bn,warps,stages={cfg} programs={fa.TARGET_PROGRAMS}",
+        h.compare(f"sdpa decode bm,bn,warps,stages={cfg} programs/SM={fa.PROGRAMS_PER_SM}",
                   nbx=lambda: sdpa.scaled_dot_product_attention(Q, K, V, None, 0.0, False),
                   torch=lambda: F.scaled_dot_product_attention(q, k, v), shape=(B, H, 1, S, D),
                   dtype="bfloat16", bytes=(B * H * D * 2 + 2 * B * H * S * D) * 2)

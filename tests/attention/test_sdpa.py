@@ -134,8 +134,11 @@ def test_split_keys_path(causal, monkeypatch):
     # each finding the ticket counters the one before left at zero.
     import nbx_attention.flash_attention as fa
 
-    monkeypatch.setattr(fa, "TARGET_PROGRAMS", 64)
+    splits, launch = [], fa.launch
+    monkeypatch.setattr(fa, "PROGRAMS_PER_SM", 1)  # 132 programs wanted (the cpu backend's SM count)
     monkeypatch.setattr(fa, "MIN_SPLIT_KEYS", 16)
+    monkeypatch.setattr(fa, "launch", lambda kernel, grid, *a, **kw: splits.append(grid[2]) or launch(kernel, grid,
+                                                                                                          *a, **kw))
     for dtype in ("float32", "bfloat16"):
         q, k, v = qkv(b=1, h=2, L=1, S=75, E=16, dtype=dtype)
         check_op(SDPA, q, k, v, None, 0.0, causal)
@@ -143,6 +146,9 @@ def test_split_keys_path(causal, monkeypatch):
         mask[:, :40] = False
         check_op(SDPA, q, k, v, mask)
         check_op(SDPA, *qkv(h=2, L=3, S=75, dtype=dtype), None, 0.0, causal)
+    # Four splits asked (75 keys, at least 16 each), rounded to whole key blocks of the backend's
+    # tiles: two on the interpreter's 64-key blocks, two or three on the GPU's.
+    assert len(splits) == 6 and all(n > 1 for n in splits)
 
 
 def test_ranks_and_batch_broadcasting():

@@ -149,8 +149,8 @@ def test_bool_lanes(tiling: None) -> None:
 def test_gpu_arg_rows(monkeypatch, dtype: str, k: int) -> None:
     """The GPU's tiles for the arg ops on rows of 1024 to 4096 elements: blocks of 1024, four a step
     (the row of 4096 in one step, unmasked; of 1500, two blocks a step, the last 548 lanes masked).
-    Ties of small integers
-    everywhere, and of the top value at 700, 1400 and the last element, at the last two elements;
+    Ties of small integers everywhere, and of the top value at 700, 1400 and the last element, at
+    the last two elements;
     NaNs (the first at 60, after infs; at the first and the last element); all -inf, one finite
     after -infs, one -inf among infs. Integers place their type's extremes likewise (and fill a
     row with the minimum, the identity of argmax); bool (max and min only) all False, all True,

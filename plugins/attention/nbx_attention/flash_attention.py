@@ -30,20 +30,23 @@ import math
 
 from nbx_core.kernels.dot import dot_operand
 from nbx_core.kernels.tickets import last_to_arrive, tickets
-from nbx_core.launch import BACKEND, cdiv, launch, next_pow2
+from nbx_core.launch import BACKEND, cdiv, launch, multiprocessors, next_pow2
 
 # isort: split
 import triton
 import triton.language as tl
 
 from nbx_core import dtypes as D
+from nbx_core.device import Device
 from nbx_core.pointwise import tl_dtype
 from nbx_core.tensor import NBXTensor, empty_tensor
 
 LOG2E = math.log2(math.e)
-TARGET_PROGRAMS = 2 * 132 if BACKEND != "cpu" else 1
-"""Split the key range while fewer programs than this would run (an H200 has 132 SMs; B16 H32
-decoding then runs in one launch: 0.976x torch against 0.961x at 528, benchmarks/results/sweeps)."""
+PROGRAMS_PER_SM = 2 if BACKEND != "cpu" else 0
+"""Split the key range while fewer programs than this many per SM would run (SMs counted by
+``nbx_core.launch.multiprocessors``; at 2 per SM, 264 on the H200, B16 H32 decoding runs in one
+launch: 0.976x torch against 0.961x at 528, benchmarks/results/sweeps). The interpreter never splits
+unless a test raises it."""
 MIN_SPLIT_KEYS = 512
 """Fewest keys one split handles (tests lower both knobs to reach the split path)."""
 
@@ -221,11 +224,12 @@ def _config(dtype: D.DType, L: int, S: int, E: int, EV: int) -> tuple[int, int, 
     return 64, 64, 8, 2
 
 
-def _splits(programs: int, S: int, block_n: int) -> tuple[int, int]:
+def _splits(programs: int, S: int, block_n: int, device: Device) -> tuple[int, int]:
     """(number of key splits, keys per split, a multiple of block_n)."""
     n = 1
-    if programs < TARGET_PROGRAMS and S >= 2 * MIN_SPLIT_KEYS:
-        n = min(cdiv(TARGET_PROGRAMS, programs), S // MIN_SPLIT_KEYS)
+    target = PROGRAMS_PER_SM * multiprocessors(device.index or 0)
+    if programs < target and S >= 2 * MIN_SPLIT_KEYS:
+        n = min(cdiv(target, programs), S // MIN_SPLIT_KEYS)
     per = cdiv(cdiv(S, n), block_n) * block_n if S else block_n
     return cdiv(S, per) if S else 1, per
 
@@ -246,7 +250,7 @@ def flash_forward(q: NBXTensor, k: NBXTensor, v: NBXTensor, mask: NBXTensor | No
     bd, bdv = max(16, next_pow2(E)), max(16, next_pow2(EV))
     acc = D.float64 if q.dtype is D.float64 else D.float32
     programs = cdiv(L, bm) * Z * H
-    n_split, per = _splits(programs, S, bn)
+    n_split, per = _splits(programs, S, bn, q.device)
     split = n_split > 1
     part = ml = cnt = out
     if split:

@@ -117,7 +117,7 @@ def _pow_float(x, y, sc):
 
 @triton.jit
 def _pow_bool(x, y, sc):
-    # A bool to a bool power: itself to True, True to False (torch's exponents 1 and 0).
+    # A bool tensor to a Python bool: x ** True is x, x ** False is True (torch's exponents 1 and 0).
     return x | (y == 0)
 
 

@@ -96,7 +96,8 @@ def _row_fft_kernel(x_ptr, f1_ptr, f2_ptr, tw_ptr, y_ptr, rows, sx_row, sx_el, C
     j1 = tl.arange(0, N1)
     # A square split (N1 == N2) has one table, read once per program; the two tables of a non-square
     # split would not fit beside the row, so those load per row (L1/L2 hits).
-    g_r, g_i = _load_dft(f1_ptr, N1)
+    if N1 == N2:
+        g_r, g_i = _load_dft(f1_ptr, N1)
     x_idx = (j1[None, :] * N2 + j2[:, None]) * sx_el
     tw_idx = j2[:, None] * j1[None, :]
     bin_idx = j1[:, None] + N1 * j2[None, :]
