@@ -58,13 +58,16 @@ def run(h) -> None:
 
 
 # Sweep candidates per layer: (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages, GROUP_M, parts), parts > 1
-# splitting the reduction, for the layers still tuned (the others' candidates:
-# benchmarks/results/sweeps/h200-conv.json); the 64-channel layer tries groups of 1 to 32 row tiles
-# and one warpgroup on 256 rows. Each layer also runs the shipped heuristic ("default").
+# splitting the reduction, for the 3x3 layers (the others' candidates: benchmarks/results/sweeps/h200-conv.json).
+# With the taps loop's address work cut in half, BLOCK_K 64 (one step per tap at 64 channels) and
+# narrower splits of the 7x7 layer are worth timing again. Each layer also runs the shipped heuristic ("default").
 CONV_TILES = {
-    "3x3 64ch 56": [(256, 64, 32, 4, 4, 8, 1), (256, 64, 32, 8, 4, 4, 1), (256, 64, 32, 8, 4, 16, 1),
-                    (256, 64, 32, 8, 4, 32, 1), (256, 64, 32, 8, 4, 1, 1), (128, 64, 32, 4, 4, 16, 1)],
-    "3x3 128ch 28": [(256, 128, 64, 8, 4, 8, 1), (256, 128, 32, 8, 6, 8, 1), (128, 128, 64, 8, 3, 8, 1)],
+    "3x3 64ch 56": [(256, 64, 32, 8, 4, 8, 1), (128, 64, 64, 4, 4, 8, 1), (128, 64, 64, 4, 2, 8, 1),
+                    (128, 64, 64, 4, 3, 4, 1), (128, 64, 64, 4, 3, 16, 1), (64, 64, 64, 4, 3, 8, 1)],
+    "3x3 128ch 28": [(128, 128, 64, 4, 3, 8, 1), (128, 128, 64, 4, 4, 8, 1), (64, 128, 64, 4, 3, 8, 1),
+                     (128, 128, 64, 8, 3, 8, 1), (256, 128, 64, 8, 4, 8, 1)],
+    "3x3 512ch 7": [(128, 128, 64, 8, 4, 8, 2), (128, 128, 64, 4, 3, 8, 2), (128, 128, 64, 4, 4, 8, 3),
+                    (128, 256, 64, 8, 3, 8, 3), (128, 128, 64, 8, 4, 8, 3), (64, 128, 64, 4, 3, 8, 2)],
 }
 # Global average pool: (BLOCK_R, BLOCK_C, num_warps).
 POOL_TILES = [(64, 64, 4), (32, 128, 4), (16, 256, 4), (64, 256, 8), (64, 128, 8)]

@@ -216,6 +216,19 @@ def test_conv2d_taps_many_channel_blocks():
 
 
 @pytest.mark.parametrize("tiles", ["default", "small"])
+def test_conv2d_taps_wide_window(tiles, monkeypatch):
+    # 7x5 = 35 taps: more than a row's tap bits hold, so each step tests the window's bounds instead.
+    if tiles == "small":
+        _small_tiles(monkeypatch, parts=2)
+    ref, tol = _ref_wide("float32", torch.ops.aten.conv2d.default), _tol("float32")
+    x, w = make((2, 16, 6, 7)), make((8, 16, 7, 5), seed=1)
+    for xl in (x, x.to(memory_format=torch.channels_last)):
+        check_op("aten::conv2d", xl, w, make((8,), seed=2), [1, 2], [3, 2], [1, 1], torch_fn=ref, **tol)
+    # 5x6 = 30 taps, dilated: tap bits
+    check_op("aten::conv2d", x, make((8, 16, 5, 6), seed=3), None, [1, 1], [4, 2], [2, 1], torch_fn=ref, **tol)
+
+
+@pytest.mark.parametrize("tiles", ["default", "small"])
 def test_conv2d_pointwise(tiles, monkeypatch):
     # 1x1 without padding is a GEMM over a strided view of the input (ResNet's downsampling shortcut).
     if tiles == "small":
@@ -253,14 +266,14 @@ def test_conv_transpose2d_taps(tiles, monkeypatch):
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
 def test_conv2d_gpu_tiles_of_64_channel_layers(dtype, monkeypatch):
-    # The GPU's tiles for 3x3 layers of 64 output channels (256 x 64 x 32, 8 warps, 4 stages; chosen
-    # for 65536+ output pixels) on a small layer: numbers on the cpu backend, compiled by aot.
+    # The GPU's tiles for 3x3 layers of 64 output channels (128 x 64 x 64, 4 warps, 3 stages) on a
+    # small layer: numbers on the cpu backend, compiled by aot.
     from nbx_conv import convolution
 
     base = convolution._config
     monkeypatch.setattr(convolution, "BACKEND", "cuda")
     monkeypatch.setattr(convolution, "_config", lambda m, *a: base(max(m, 65536), *a))
-    assert base(65536, 64, 1, 64, 9, False)[:5] == (256, 64, 32, 8, 4)
+    assert base(65536, 64, 1, 64, 9, False)[:5] == (128, 64, 64, 4, 3)
     x = make((2, 64, 9, 13), dtype).to(memory_format=torch.channels_last)  # 234 pixels: a ragged tile
     w, b = make((64, 64, 3, 3), dtype, seed=1), make((64,), dtype, seed=2)
     check_op("aten::conv2d", x, w, b, [1, 1], [1, 1], torch_fn=_ref_wide(dtype, torch.ops.aten.conv2d.default),

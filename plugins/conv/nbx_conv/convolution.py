@@ -7,8 +7,11 @@ channels contiguous, which is the fast path on the GPU. Three reduction loops, a
 that Triton software-pipelines every load behind the tensor-core work:
 
 - taps (C/groups >= 16): iterations walk the kernel taps (r, s) outermost and blocks of BLOCK_K
-  channels inside; a tap's input pixel and bounds are computed once per row, and the A tile is
-  BLOCK_K contiguous channels of each row (16-byte loads on channels-last inputs);
+  channels inside; the A tile is BLOCK_K contiguous channels of each row (16-byte loads on
+  channels-last inputs). A forward tap moves every row's input pixel by the same offset, so a row's
+  address and its in-bounds taps (bits, for up to 31 taps) are computed once per program and a step
+  adds one scalar offset and tests one bit: at 3x3 the step's address work, not the tensor cores,
+  set the pace;
 - pointwise (1x1, no padding, not transposed): the taps loop with one tap, its row addresses
   hoisted out of the loop: a plain GEMM over a (possibly strided) view of the input;
 - flat (few channels, the 7x7 stem, depthwise): the reduction index k -> (r, s, c), c fastest.
@@ -81,16 +84,17 @@ def _mac(acc, a, b, MODE: tl.constexpr):
 
 
 @triton.jit
-def _channel_tiles(a_rows, row_ok, b_cols, n_mask, c, Cg, sxc, swc, EVEN_C: tl.constexpr):
-    """The A tile (rows x channels ``c``) and B tile (channels ``c`` x output channels) of one step."""
+def _channel_tiles(a_rows, row_ok, b_cols, n_mask, offs_k, c_left, sxc, swc, EVEN_C: tl.constexpr):
+    """The A tile (rows x channels) and B tile (channels x output channels) of one step: ``a_rows`` and
+    ``b_cols`` point at the step's first channel, of which ``c_left`` remain in the group."""
     if EVEN_C:
         # Cg is a multiple of BLOCK_K: no channel mask, so loads stay whole 16-byte vectors.
-        a = tl.load(a_rows[:, None] + c[None, :] * sxc, mask=row_ok[:, None], other=0.0)
-        b = tl.load(b_cols[None, :] + c[:, None] * swc, mask=n_mask[None, :], other=0.0)
+        a = tl.load(a_rows[:, None] + offs_k[None, :] * sxc, mask=row_ok[:, None], other=0.0)
+        b = tl.load(b_cols[None, :] + offs_k[:, None] * swc, mask=n_mask[None, :], other=0.0)
     else:
-        c_mask = c < Cg
-        a = tl.load(a_rows[:, None] + c[None, :] * sxc, mask=row_ok[:, None] & c_mask[None, :], other=0.0)
-        b = tl.load(b_cols[None, :] + c[:, None] * swc, mask=c_mask[:, None] & n_mask[None, :], other=0.0)
+        c_mask = offs_k < c_left
+        a = tl.load(a_rows[:, None] + offs_k[None, :] * sxc, mask=row_ok[:, None] & c_mask[None, :], other=0.0)
+        b = tl.load(b_cols[None, :] + offs_k[:, None] * swc, mask=c_mask[:, None] & n_mask[None, :], other=0.0)
     return a, b
 
 
@@ -107,7 +111,7 @@ def _conv_kernel(
     stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
     TRANSPOSED: tl.constexpr, HAS_BIAS: tl.constexpr, REDUCTION: tl.constexpr, EVEN_C: tl.constexpr,
     MODE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr, PARTIAL: tl.constexpr, INT64: tl.constexpr,
+    GROUP_M: tl.constexpr, PARTIAL: tl.constexpr, INT64: tl.constexpr, TAP_BITS: tl.constexpr,
 ):
     # Grid: (output tiles, groups, reduction parts). With PARTIAL, part p sums its share of the
     # reduction steps and stores float32 (float64) partial sums to out_ptr as a (parts, M, K) array.
@@ -156,18 +160,60 @@ def _conv_kernel(
     elif REDUCTION == 2:  # every row reads one pixel, always inside the input
         a_rows = x_row + (oh * stride_h) * sxh + (ow * stride_w) * sxw
         for i in range(lo, hi):
-            a, b = _channel_tiles(a_rows, m_mask, w_col, n_mask, i * BLOCK_K + offs_k, Cg, sxc, swc, EVEN_C)
+            c0 = i * BLOCK_K
+            a, b = _channel_tiles(a_rows + c0 * sxc, m_mask, w_col + c0 * swc, n_mask, offs_k, Cg - c0, sxc, swc,
+                                  EVEN_C)
             acc = _mac(acc, a, b, MODE)
-    else:  # one flat loop over (tap, channel block), so the pipeliner sees a single loop
+    elif TRANSPOSED:  # one flat loop over (tap, channel block), so the pipeliner sees a single loop
         for i in range(lo, hi):
             rs = i // nc
-            c = (i - rs * nc) * BLOCK_K + offs_k
+            c0 = (i - rs * nc) * BLOCK_K
             r = rs // S
             s = rs - r * S
             ih, iw, ok = _in_coords(oh, ow, r, s, H, W, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, TRANSPOSED)
-            a, b = _channel_tiles(x_row + ih * sxh + iw * sxw, ok & m_mask, w_col + r * swr + s * sws, n_mask,
-                                  c, Cg, sxc, swc, EVEN_C)
+            a, b = _channel_tiles(x_row + ih * sxh + iw * sxw + c0 * sxc, ok & m_mask,
+                                  w_col + (r * swr + s * sws + c0 * swc), n_mask, offs_k, Cg - c0, sxc, swc, EVEN_C)
             acc = _mac(acc, a, b, MODE)
+    else:
+        # The same flat loop, cheaper per step, since issuing address arithmetic rather than the tensor
+        # cores bounds the 3x3 layers: a tap shifts every row's input pixel by one scalar offset, the
+        # (r, s, channel block) counters advance without divisions, and with TAP_BITS each row's in-bounds
+        # taps are computed once as bits (r*S + s) that a step tests instead of the window's bounds.
+        ih0 = oh * stride_h - pad_h
+        iw0 = ow * stride_w - pad_w
+        a_rows = x_row + ih0 * sxh + iw0 * sxw
+        if TAP_BITS:
+            bits = tl.zeros_like(offs_m).to(tl.int32)
+            for t in range(R * S):
+                th = ih0 + (t // S) * dil_h
+                tw = iw0 + (t % S) * dil_w
+                inside = (th >= 0) & (th < H) & (tw >= 0) & (tw < W)
+                bits |= inside.to(tl.int32) << t
+            bits = tl.where(m_mask, bits, 0)
+        rs = lo // nc
+        c0 = (lo - rs * nc) * BLOCK_K
+        r = rs // S
+        s = rs - r * S
+        for _ in range(lo, hi):
+            dh = r * dil_h
+            dw = s * dil_w
+            if TAP_BITS:
+                ok = (bits & (1 << (r * S + s))) != 0
+            else:
+                ok = m_mask & (ih0 + dh >= 0) & (ih0 + dh < H) & (iw0 + dw >= 0) & (iw0 + dw < W)
+            if INT64:
+                dh = dh.to(tl.int64)
+                dw = dw.to(tl.int64)
+            a, b = _channel_tiles(a_rows + (dh * sxh + dw * sxw + c0 * sxc), ok,
+                                  w_col + (r * swr + s * sws + c0 * swc), n_mask, offs_k, Cg - c0, sxc, swc, EVEN_C)
+            acc = _mac(acc, a, b, MODE)
+            c0 += BLOCK_K
+            wrap = c0 >= Cg
+            c0 = tl.where(wrap, 0, c0)
+            s += wrap.to(tl.int32)
+            wrap = s == S
+            s = tl.where(wrap, 0, s)
+            r += wrap.to(tl.int32)
     k_out = g * Kg + offs_n
     mask = m_mask[:, None] & n_mask[None, :]
     if PARTIAL:
@@ -217,19 +263,18 @@ def _config(m: int, kg: int, groups: int, cg: int, taps: int, flat: bool) -> tup
     bk = min(64, max(16, next_pow2(depth)))
     if BACKEND == "cpu":
         return min(128, max(16, next_pow2(m))), bn, bk, 1, 1, 8, 1
-    # Tiles from the H200 sweep of the ResNet-50 layers (benchmarks/results/sweeps/h200-conv.json):
-    # long flat reductions (the stem) and 3x3 layers of 128 channels take 256-row tiles; 64 output
-    # channels take BLOCK_K 32; deep 7x7 maps take 256 output channels a tile and split the reduction.
+    # Tiles from the H200 sweeps of the ResNet-50 layers (benchmarks/results/sweeps/h200-conv.json,
+    # h200-conv-taps.json): long flat reductions (the stem) take 256-row tiles, 3x3 layers of 128
+    # channels 64-row ones; 1x1 layers of 64 output channels take BLOCK_K 32; deep 7x7 maps take 256
+    # output channels a tile and split the reduction.
     sms = multiprocessors()  # the heuristic aims for at least one full wave of programs
     bm = 128 if m > 64 else 64
     if flat and m >= 65536:
         bm, bk = 256, 32
     elif not flat and taps > 1 and kg == 128 and m >= 16384:
-        bm = 256
-    elif not flat and kg <= 64:
+        bm = 64
+    elif not flat and kg <= 64 and taps == 1:
         bk = min(bk, 32)
-        if taps > 1 and kg > 32 and m >= 65536:
-            bm = 256
     if cdiv(m, bm) * groups < sms // 4 and kg >= 256:
         bn = 256
     tiles = cdiv(m, bm) * cdiv(kg, bn) * groups
@@ -239,10 +284,12 @@ def _config(m: int, kg: int, groups: int, cg: int, taps: int, flat: bool) -> tup
     warps = 8 if bm * bn >= 128 * 128 or flat else 4
     # At most ~96 KB of stages, so two programs share an SM and one's epilogue hides behind the other.
     stages = 4 if (bm + bn) * bk * 2 * 4 <= 96 * 1024 and max(bm, bn) < 256 else 3
-    if not flat and kg <= 64 and bm == 256:
-        # 3x3 64-channel layers: 256 x 64 tiles of 4 stages, 0.696-0.698x torch in three H200 runs
-        # against 0.682-0.689x at 128 rows (benchmarks/results/sweeps/h200-conv-64ch.json).
-        stages = 4
+    if not flat and taps > 1 and kg <= 128:
+        # 3x3 layers of up to 128 output channels: 3 stages (72 KB), so that three programs share an SM (64 ch:
+        # 128 x 64 x 64 tiles, 0.95x torch against 0.86-0.89x at 2 or 4 stages or 256 rows; 128 ch:
+        # 64 x 128 x 64, 0.89x against 0.83x at 128 or 256 rows and 0.66x at 4 stages;
+        # benchmarks/results/sweeps/h200-conv-taps.json).
+        stages = 3
     return bm, bn, bk, warps, stages, 8, parts
 
 
@@ -325,7 +372,7 @@ def _conv(op: str, x: NBXTensor, w: NBXTensor, bias: NBXTensor | None, stride: t
         stride[0], stride[1], pad[0], pad[1], dil[0], dil[1],
         TRANSPOSED=transposed, HAS_BIAS=bias is not None, REDUCTION=reduction, EVEN_C=cg % bk == 0, MODE=mode,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=group_m,
-        PARTIAL=parts > 1, INT64=int64, num_warps=warps, num_stages=stages,
+        PARTIAL=parts > 1, INT64=int64, TAP_BITS=r * s <= 31, num_warps=warps, num_stages=stages,
     )
     if parts > 1:
         bm2, bn2 = (16, min(256, next_pow2(k))) if BACKEND != "cpu" else (min(128, next_pow2(m)), next_pow2(k))
