@@ -5,8 +5,9 @@
 Each candidate replaces a tile choice for the run, then is timed against torch like any benchmark:
 norm, rows per program and warps; pointwise, bytes per thread and warps; attention, the flash
 kernel's (BLOCK_M, BLOCK_N, warps, stages) and, for decoding, the program count below which keys
-are split. Any other name runs ``sweep(h)`` of the family's benchmark module
-(``benchmarks/bench_<name>.py``), where a family keeps its own candidates.
+are split; attention-fold, the flash kernel with its scale folded into the softmax and not. Any
+other name runs ``sweep(h)`` of the family's benchmark module (``benchmarks/bench_<name>.py``),
+where a family keeps its own candidates.
 Results go to ``DIR/sweep.json``; the winners are what the plugins' defaults are set from.
 """
 
@@ -125,6 +126,25 @@ def sweep_attention(h) -> None:
     fa._config = base
 
 
+def sweep_attention_fold(h) -> None:
+    """The flash kernel at its shipped tiles with the scale folded into the softmax and not."""
+    from nbx_attention import flash_attention as fa
+    from nbx_attention import sdpa
+
+    base = fa._fold_scale
+    for B, H, L, D, causal in [(4, 32, 4096, 128, False), (4, 32, 4096, 128, True), (16, 12, 512, 64, False),
+                               (1, 32, 16384, 128, True)]:
+        q, k, v = h.randn((B, H, L, D)), h.randn((B, H, L, D)), h.randn((B, H, L, D))
+        Q, K, V = h.nbx(q), h.nbx(k), h.nbx(v)
+        for fold in (True, False):
+            fa._fold_scale = lambda *a, f=fold: f
+            h.compare(f"sdpa causal={causal} fold_scale={fold}",
+                      nbx=lambda: sdpa.scaled_dot_product_attention(Q, K, V, None, 0.0, causal),  # noqa: B023
+                      torch=lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),  # noqa: B023
+                      shape=(B, H, L, L, D), dtype="bfloat16", flops=4 * B * H * L * L * D // (2 if causal else 1))
+    fa._fold_scale = base
+
+
 def main(argv: list[str] | None = None) -> int:
     from benchmarks.harness import Harness
 
@@ -137,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.only.split(","):
         print(f"== sweep {name}", flush=True)
         builtin = {"norm": sweep_norm, "pointwise": sweep_pointwise,
-                   "attention": sweep_attention}
+                   "attention": sweep_attention, "attention-fold": sweep_attention_fold}
         builtin[name](h) if name in builtin else importlib.import_module(f"benchmarks.bench_{name}").sweep(h)
     (args.out / "sweep.json").write_text(json.dumps({"gpu": torch.cuda.get_device_name(), "results": h.results,
                                                      "errors": h.errors}, indent=1) + "\n")

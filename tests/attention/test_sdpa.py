@@ -93,9 +93,20 @@ def test_mask_with_causal_combine(kind):
              torch_fn=lambda *a: torch.ops.aten.scaled_dot_product_attention(q, k, v, both))
 
 
-def test_scale():
-    for s in (0.05, 1.0, -0.7, 2):
-        check_op(SDPA, *qkv(), scale=s)
+@pytest.mark.parametrize("E", [16, 96])
+def test_scale(E):
+    # From head dim 128 (96 pads to it), positive scales ride in the softmax's fused multiply-add
+    # (without an additive mask); zero and negative ones, and smaller heads, scale the scores first.
+    from nbx_attention.flash_attention import _fold_scale
+
+    from nbx_core import dtypes as D
+
+    assert _fold_scale(D.float32, 1, 0.5, 128) and not _fold_scale(D.float32, 1, 0.5, 64)
+    q, k, v = qkv(E=E)
+    keep = make((q.shape[-2], k.shape[-2]), seed=7) > 0
+    for s in (0.05, 1.0, -0.7, 2, 0.0):
+        check_op(SDPA, q, k, v, scale=s)
+        check_op(SDPA, q, k, v, keep, scale=s)
 
 
 @pytest.mark.parametrize("hk,hv", [(2, 2), (2, 1), (1, 4), (4, 4)])
