@@ -280,6 +280,26 @@ def test_conv2d_gpu_tiles_of_64_channel_layers(dtype, monkeypatch):
              **_tol(dtype))
 
 
+def test_conv_int64_offsets(monkeypatch):
+    # Inputs past 2**31 elements index with int64 offsets: every reduction loop (taps with and without
+    # tap bits, pointwise, flat, transposed) and the split reduction's second pass, on small tensors.
+    from nbx_conv import convolution
+
+    monkeypatch.setattr(convolution, "needs_int64", lambda *a: True)
+    base = convolution._config
+    ref, tol = _ref_wide("float32", torch.ops.aten.conv2d.default), _tol("float32")
+    x = make((2, 16, 6, 7)).to(memory_format=torch.channels_last)
+    check_op("aten::conv2d", x, make((8, 16, 3, 3), seed=1), make((8,), seed=2), [1, 1], [1, 1], torch_fn=ref, **tol)
+    check_op("aten::conv2d", x, make((8, 16, 7, 5), seed=3), None, [1, 2], [3, 2], torch_fn=ref, **tol)
+    check_op("aten::conv2d", x, make((8, 16, 1, 1), seed=4), None, [2, 1], [0, 0], torch_fn=ref, **tol)
+    check_op("aten::conv2d", make((1, 3, 9, 8)), make((8, 3, 7, 7), seed=5), None, [2, 2], [3, 3], torch_fn=ref,
+             **tol)
+    check_op("aten::conv_transpose2d.input", make((2, 16, 4, 3)), make((16, 8, 3, 3), seed=6), None, [2, 1], [1, 1],
+             [1, 0], 1, [1, 1], torch_fn=_ref_wide("float32", torch.ops.aten.conv_transpose2d.input), **tol)
+    monkeypatch.setattr(convolution, "_config", lambda *a: (*base(*a)[:6], 3))
+    check_op("aten::conv2d", x, make((8, 16, 3, 3), seed=1), make((8,), seed=2), [1, 1], [1, 1], torch_fn=ref, **tol)
+
+
 @pytest.mark.parametrize("dtype", ["bfloat16", "float64"])  # float32 and float64 partial sums
 def test_conv_split_reduction(dtype, monkeypatch):
     # Reductions split into parts (as for 7x7 maps on the GPU), summed by a second kernel, bias there.
