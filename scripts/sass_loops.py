@@ -29,6 +29,9 @@ from typing import Any
 
 os.environ["NBX_BACKEND"] = "aot"
 
+# nbx_core first: it tells Triton, before Triton is imported, to compile rather than interpret
+# (a caller on the cpu backend passes TRITON_INTERPRET=1 down to this process).
+import nbx_core  # noqa: E402, F401, I001
 import triton  # noqa: E402
 from triton.runtime.jit import JITFunction  # noqa: E402
 
