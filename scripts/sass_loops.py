@@ -27,7 +27,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-os.environ["NBX_BACKEND"] = "aot"
+if __name__ == "__main__":
+    # Run as a script, compile for sm_90a; imported (the tests read loops()), leave the environment
+    # of the importing process alone.
+    os.environ["NBX_BACKEND"] = "aot"
 
 # nbx_core first: it tells Triton, before Triton is imported, to compile rather than interpret
 # (a caller on the cpu backend passes TRITON_INTERPRET=1 down to this process).

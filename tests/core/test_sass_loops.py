@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -21,11 +22,12 @@ SASS = """
 
 
 def test_loops_are_backward_branches():
-    sys.path.insert(0, str(SCRIPT.parent))
-    try:
-        import sass_loops
-    finally:
-        sys.path.pop(0)
+    # Imported (not run), the script leaves this process's backend setting alone.
+    before = os.environ.get("NBX_BACKEND")
+    spec = importlib.util.spec_from_file_location("sass_loops", SCRIPT)
+    sass_loops = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sass_loops)
+    assert os.environ.get("NBX_BACKEND") == before
     found = sass_loops.loops(SASS)
     assert [(start, end, len(body)) for start, end, body in found] == [(0x110, 0x130, 3)]
 
