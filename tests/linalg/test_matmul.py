@@ -187,6 +187,8 @@ def test_tma_allocator_is_scoped_to_its_launches(monkeypatch):
     from nbx_linalg import matmul
     from triton.runtime import _allocation
 
+    from nbx_core.kernels import descriptors
+
     def users(size, alignment, stream):
         raise AssertionError("the caller's allocator must not serve NBX's launches")
 
@@ -199,7 +201,7 @@ def test_tma_allocator_is_scoped_to_its_launches(monkeypatch):
 
     triton.set_allocator(users)
     try:
-        monkeypatch.setattr(matmul, "BACKEND", "cuda")
+        monkeypatch.setattr(descriptors, "BACKEND", "cuda")
         monkeypatch.setattr(matmul, "launch", fake_launch)
         monkeypatch.setattr(matmul, "_config", lambda *args: {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16,
                                                               "GROUP_M": 1, "num_warps": 4, "num_stages": 2, "TMA": 1})

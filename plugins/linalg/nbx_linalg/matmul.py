@@ -22,8 +22,7 @@ through tensor descriptors the kernel builds (Hopper's copy engine).
 
 
 import time
-from collections.abc import Callable
-from functools import cache
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
@@ -31,19 +30,17 @@ import triton
 import triton.language as tl
 from nbx_core import dtypes as D
 from nbx_core.backend import default_device
-from nbx_core.device import Device
 from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
 from nbx_core.kernels.copy import cast_to
+from nbx_core.kernels.descriptors import descriptor_memory, tma_readable
 from nbx_core.kernels.dot import dot_operand
 from nbx_core.kernels.indexing import needs_int64, strided_offsets
 from nbx_core.kernels.tickets import last_to_arrive, tickets
 from nbx_core.kernels.tiles import grouped_tile
 from nbx_core.launch import BACKEND, cdiv, launch, multiprocessors, next_pow2
-from nbx_core.memory import allocate
 from nbx_core.pointwise import tl_dtype
 from nbx_core.shape import broadcast_shapes, broadcast_strides, coalesce, numel, view_strides
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
-from triton.runtime import _allocation
 
 from . import configs
 from .precision import triton_input_precision
@@ -219,22 +216,10 @@ def _acc_dtype(dtype: D.DType) -> D.DType:
 
 def _tma_operand(t: NBXTensor, strides: tuple[int, ...], batch_strides: tuple[int, ...], transposed: bool) -> bool:
     """Whether the copy engine (TMA) can read matrix operand ``t`` (its two matrix ``strides`` and
-    coalesced ``batch_strides`` as the kernel sees them): the contiguous dim (the last one, or the
-    first one when ``transposed``) with stride 1, the other stride and every batch stride multiples
-    of 16 bytes, the base 16-byte aligned."""
+    coalesced ``batch_strides`` as the kernel sees them), its contiguous dim the last one or, when
+    ``transposed``, the first one."""
     inner, outer = (strides[-2], strides[-1]) if transposed else (strides[-1], strides[-2])
-    size = t.dtype.itemsize
-    return inner == 1 and outer > 0 and (outer * size) % 16 == 0 and t.data_ptr() % 16 == 0 \
-        and all((s * size) % 16 == 0 for s in batch_strides)
-
-
-@cache
-def _scratch(device: Device) -> Callable[[int, int, int | None], Any]:
-    """Triton's allocator of the global memory a launch needs on ``device``: the TMA descriptors
-    ``_gemm_kernel`` builds (128 bytes each, per program). NBX's stream-ordered device memory, aligned
-    to at least 256 bytes; the launcher holds it through the launch and its block is reused only by
-    later work on the same stream."""
-    return lambda size, alignment, stream: allocate(size, device)
+    return tma_readable(t, inner, outer, batch_strides)
 
 
 def _config(dtype: D.DType, m: int, n: int, k: int, use_dot: bool, layout: str) -> dict[str, int]:
@@ -299,10 +284,7 @@ def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alp
     tensors = [t for t in (a, b, out) if t is not None] + ([c] if use_c else [])
     nbatch = numel(batch)
     tiles = cdiv(m, bm) * cdiv(n, bn)
-    # The TMA descriptors' memory: Triton asks the allocator in its context variable at launch; ours
-    # is set around these launches only, so a caller's own allocator is left as it was.
-    token = _allocation._allocator.set(_scratch(device)) if tma and BACKEND == "cuda" else None
-    try:
+    with descriptor_memory(device) if tma else nullcontext():
         for start in range(0, nbatch, _MAX_GRID_Y):
             batches = min(nbatch - start, _MAX_GRID_Y)
             part = cnt = out
@@ -326,9 +308,6 @@ def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alp
                 BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
                 **cfg,
             )
-    finally:
-        if token is not None:
-            _allocation._allocator.reset(token)
     return out
 
 

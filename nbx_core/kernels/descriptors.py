@@ -1,0 +1,55 @@
+"""Tensor descriptors built inside kernels (``tl.make_tensor_descriptor``, Hopper's copy engine).
+
+A kernel that loads tiles through descriptors needs two things from its caller: operands whose
+layout the copy engine can read (:func:`tma_readable`), and global memory for the descriptors
+themselves, which Triton asks of the allocator in its context at launch
+(:func:`descriptor_memory`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from functools import cache
+from typing import Any
+
+from triton.runtime import _allocation
+
+from ..device import Device
+from ..launch import BACKEND
+from ..memory import allocate
+from ..tensor import NBXTensor
+
+
+def tma_readable(t: NBXTensor, inner_stride: int, row_stride: int, batch_strides: Iterable[int] = ()) -> bool:
+    """Whether the copy engine can read 2-D tiles of ``t`` whose contiguous dim has stride
+    ``inner_stride`` and whose rows are ``row_stride`` apart, from a base the kernel offsets by
+    ``batch_strides``: the contiguous dim dense, the rows apart, every stride and the base 16-byte
+    aligned."""
+    size = t.dtype.itemsize
+    return inner_stride == 1 and row_stride > 0 and t.data_ptr() % 16 == 0 \
+        and all((s * size) % 16 == 0 for s in (row_stride, *batch_strides))
+
+
+@cache
+def _allocator(device: Device) -> Callable[[int, int, int | None], Any]:
+    # NBX's stream-ordered device memory, aligned to at least 256 bytes: held through the launch,
+    # its block is reused only by later work on the same stream.
+    return lambda size, alignment, stream: allocate(size, device)
+
+
+@contextmanager
+def descriptor_memory(device: Device) -> Iterator[None]:
+    """Serve the descriptors of the launches inside this block from NBX's memory on ``device``.
+
+    Set in Triton's context only for the block, so a caller's own allocator (torch code sets one)
+    is back in place afterwards, also when a launch raises. The interpreter needs none.
+    """
+    if BACKEND != "cuda":
+        yield
+        return
+    token = _allocation._allocator.set(_allocator(device))
+    try:
+        yield
+    finally:
+        _allocation._allocator.reset(token)
