@@ -5,8 +5,7 @@
 Each candidate replaces a tile choice for the run, then is timed against torch like any benchmark:
 norm, rows per program and warps; pointwise, bytes per thread and warps; attention, the flash
 kernel's (BLOCK_M, BLOCK_N, warps, stages) and, for decoding, the program count below which keys
-are split; attention-fold, the flash kernel with its scale folded into the softmax and not; attention-tma, its
-key and value loads through tensor descriptors and not. Any
+are split; attention-fold, the flash kernel with its scale folded into the softmax and not. Any
 other name runs ``sweep(h)`` of the family's benchmark module (``benchmarks/bench_<name>.py``),
 where a family keeps its own candidates.
 Results go to ``DIR/sweep.json``; the winners are what the plugins' defaults are set from.
@@ -146,35 +145,6 @@ def sweep_attention_fold(h) -> None:
     fa._fold_scale = base
 
 
-def sweep_attention_tma(h) -> None:
-    """The flash kernel with key and value tiles loaded through tensor descriptors and through
-    pointers, at the shipped tiles, and with descriptors at other tiles."""
-    from nbx_attention import flash_attention as fa
-    from nbx_attention import sdpa
-
-    base = fa._config, fa.TMA_LOADS
-    others = {128: [(128, 64, 8, 3), (64, 64, 4, 2), (64, 128, 4, 2), (128, 128, 8, 2)],
-              64: [(128, 64, 8, 3), (64, 128, 4, 3), (128, 128, 8, 3)], 1: [(16, 128, 4, 3), (16, 64, 4, 6)]}
-    cases = [(4, 32, 4096, 4096, 128, False), (4, 32, 4096, 4096, 128, True), (16, 12, 512, 512, 64, False),
-             (1, 32, 16384, 16384, 128, False), (16, 32, 1, 4096, 128, False), (1, 32, 1, 4096, 128, False)]
-    try:
-        for B, H, L, S, D, causal in cases:
-            q, k, v = h.randn((B, H, L, D)), h.randn((B, H, S, D)), h.randn((B, H, S, D))
-            Q, K, V = h.nbx(q), h.nbx(k), h.nbx(v)
-            cost = dict(flops=4 * B * H * L * S * D // (2 if causal else 1)) if L > 1 else \
-                dict(bytes=(B * H * L * D * 2 + 2 * B * H * S * D) * 2)
-            runs = [(None, True), (None, False)] + [(c, True) for c in others[1 if L == 1 else D]]
-            for cfg, tma in runs:
-                fa._config = base[0] if cfg is None else (lambda *a, c=cfg: c)
-                fa.TMA_LOADS = tma
-                h.compare(f"sdpa causal={causal} tma={tma} bm,bn,warps,stages={cfg or 'shipped'}",
-                          nbx=lambda: sdpa.scaled_dot_product_attention(Q, K, V, None, 0.0, causal),  # noqa: B023
-                          torch=lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),  # noqa: B023
-                          shape=(B, H, L, S, D), dtype="bfloat16", **cost)
-    finally:
-        fa._config, fa.TMA_LOADS = base
-
-
 def main(argv: list[str] | None = None) -> int:
     from benchmarks.harness import Harness
 
@@ -187,8 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.only.split(","):
         print(f"== sweep {name}", flush=True)
         builtin = {"norm": sweep_norm, "pointwise": sweep_pointwise,
-                   "attention": sweep_attention, "attention-fold": sweep_attention_fold,
-                   "attention-tma": sweep_attention_tma}
+                   "attention": sweep_attention, "attention-fold": sweep_attention_fold}
         builtin[name](h) if name in builtin else importlib.import_module(f"benchmarks.bench_{name}").sweep(h)
     (args.out / "sweep.json").write_text(json.dumps({"gpu": torch.cuda.get_device_name(), "results": h.results,
                                                      "errors": h.errors}, indent=1) + "\n")

@@ -162,35 +162,6 @@ def test_split_keys_path(causal, monkeypatch):
     assert len(splits) == 6 and all(n > 1 for n in splits)
 
 
-def test_tma_loads(monkeypatch):
-    # Key and value tiles through tensor descriptors: the copy engine zero-fills keys past S and a
-    # padded head dim (80 of 128, values of 48 of 64), with key tails, causal diagonals, masks,
-    # grouped heads, (B, S, H, E) layouts and split keys. Layouts the copy engine cannot read (rows
-    # of 2 x 9 bytes, a base 2 bytes off) fall back to pointer loads.
-    import nbx_attention.flash_attention as fa
-
-    seen, launch = [], fa.launch
-    monkeypatch.setattr(fa, "TMA_LOADS", True)
-    monkeypatch.setattr(fa, "launch", lambda kernel, grid, *a, **kw: seen.append(kw["TMA"]) or launch(kernel, grid,
-                                                                                                        *a, **kw))
-    bf = "bfloat16"
-    check_op(SDPA, *qkv(h=2, L=70, S=77, E=80, ev=48, dtype=bf), None, 0.0, True)
-    check_op(SDPA, *qkv(L=9, S=75, E=32, dtype="float16"), make((9, 75), "bool", seed=3))
-    q, k, v = make((2, 4, 5, 16), bf), make((2, 2, 7, 16), bf, seed=1), make((2, 1, 7, 16), bf, seed=2)
-    check_op(SDPA, q, k, v, None, 0.0, True, enable_gqa=True)
-    k, v = make((1, 67, 2, 64), bf, seed=1).transpose(1, 2), make((1, 67, 2, 64), bf, seed=2).transpose(1, 2)
-    check_op(SDPA, make((1, 2, 3, 64), bf), k, v)
-    monkeypatch.setattr(fa, "PROGRAMS_PER_SM", 1)
-    monkeypatch.setattr(fa, "MIN_SPLIT_KEYS", 16)
-    check_op(SDPA, *qkv(h=2, L=1, S=75, E=16, dtype=bf))
-    assert seen == [True] * 5
-    check_op(SDPA, *qkv(L=3, S=5, E=9, dtype=bf))
-    q, _, v = qkv(L=3, S=5, dtype=bf)
-    check_op(SDPA, q, make((161,), bf, seed=1)[1:].view(1, 2, 5, 16), v)
-    check_op(SDPA, *qkv(L=3, S=5, dtype="float32"))
-    assert seen[5:] == [False] * 3
-
-
 def test_ranks_and_batch_broadcasting():
     check_op(SDPA, make((5, 16)), make((7, 16), seed=1), make((7, 8), seed=2))
     check_op(SDPA, make((3, 5, 16)), make((3, 7, 16), seed=1), make((3, 7, 16), seed=2), None, 0.0, True)

@@ -27,9 +27,7 @@ operands go through ``nbx_core.kernels.dot.dot_operand``, which widens them to f
 """
 
 import math
-from contextlib import nullcontext
 
-from nbx_core.kernels.descriptors import descriptor_memory, tma_readable
 from nbx_core.kernels.dot import dot_operand
 from nbx_core.kernels.tickets import last_to_arrive, tickets
 from nbx_core.launch import BACKEND, cdiv, launch, multiprocessors, next_pow2
@@ -51,28 +49,20 @@ launch: 0.976x torch against 0.961x at 528, benchmarks/results/sweeps). The inte
 unless a test raises it."""
 MIN_SPLIT_KEYS = 512
 """Fewest keys one split handles (tests lower both knobs to reach the split path)."""
-TMA_LOADS = BACKEND != "cpu"
-"""Whether half-type key and value tiles may load through tensor descriptors (Hopper's copy engine)
-where their layout allows (:func:`_use_tma`). The interpreter runs both forms: tests turn it on there,
-benchmarks off on the GPU."""
 
 
 @triton.jit
-def _attn_block(acc, m_i, l_i, q, k_base, v_base, k_desc, v_desc, mask_base, start_n, offs_m, offs_n, offs_d,
-                offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn,
+def _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n, offs_d, offs_dv,
+                L, S, qk_scale, skn, skd, svn, svd, smm, smn,
                 E: tl.constexpr, EV: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
                 MASK_KIND: tl.constexpr, CAUSAL: tl.constexpr, EDGE: tl.constexpr, PREC: tl.constexpr,
-                ACC: tl.constexpr, FOLD_SCALE: tl.constexpr, TMA: tl.constexpr):
+                ACC: tl.constexpr, FOLD_SCALE: tl.constexpr):
     cols = start_n + offs_n
     kv_ok = cols < S
     # Interior blocks lie inside the key length: only a padded head dim needs a load mask there.
     k_ptrs = k_base + cols[None, :] * skn + offs_d[:, None] * skd
     v_ptrs = v_base + cols[:, None] * svn + offs_dv[None, :] * svd
-    if TMA:
-        # The copy engine zero-fills keys past S and a padded head dim; the tile stays in shared
-        # memory as loaded, and wgmma reads it transposed.
-        kt = tl.trans(k_desc.load([start_n, 0]))
-    elif EDGE:
+    if EDGE:
         kt = tl.load(k_ptrs, mask=kv_ok[None, :] & (offs_d < E)[:, None], other=0.0)
     elif E == BLOCK_D:
         kt = tl.load(k_ptrs)
@@ -108,9 +98,7 @@ def _attn_block(acc, m_i, l_i, q, k_base, v_base, k_desc, v_desc, mask_base, sta
         p = tl.exp2(qk - m_use[:, None])
     alpha = tl.exp2(m_i - m_use)
     l_i = l_i * alpha + tl.sum(p, axis=1)
-    if TMA:
-        v = v_desc.load([start_n, 0])
-    elif EDGE:
+    if EDGE:
         v = tl.load(v_ptrs, mask=kv_ok[:, None] & (offs_dv < EV)[None, :], other=0.0)
     elif EV == BLOCK_DV:
         v = tl.load(v_ptrs)
@@ -167,7 +155,7 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml
                      E: tl.constexpr, EV: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                      BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr, MASK_KIND: tl.constexpr,
                      CAUSAL: tl.constexpr, SPLIT: tl.constexpr, STORE_LSE: tl.constexpr,
-                     PREC: tl.constexpr, ACC: tl.constexpr, FOLD_SCALE: tl.constexpr, TMA: tl.constexpr):
+                     PREC: tl.constexpr, ACC: tl.constexpr, FOLD_SCALE: tl.constexpr):
     start_m = tl.program_id(0)
     zh = tl.program_id(1)
     split = tl.program_id(2)
@@ -185,12 +173,6 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml
     k_base = k_ptr + z * skz + (h // GK).to(tl.int64) * skh
     v_base = v_ptr + z * svz + (h // GV).to(tl.int64) * svh
     mask_base = mask_ptr + z * smz + h.to(tl.int64) * smh
-    if TMA:
-        k_desc = tl.make_tensor_descriptor(k_base, [S, E], [skn, 1], [BLOCK_N, BLOCK_D])
-        v_desc = tl.make_tensor_descriptor(v_base, [S, EV], [svn, 1], [BLOCK_N, BLOCK_DV])
-    else:
-        k_desc = k_base
-        v_desc = v_base
     q = tl.load(q_base + offs_m[:, None] * sqm + offs_d[None, :] * sqd,
                 mask=(offs_m < L)[:, None] & (offs_d < E)[None, :], other=0.0)
     m_i = tl.full([BLOCK_M], float("-inf"), ACC)
@@ -204,15 +186,13 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml
         safe = tl.minimum(safe, ((start_m * BLOCK_M + 1) // BLOCK_N) * BLOCK_N)
     mid = tl.maximum(lo, tl.minimum(hi, safe))
     for start_n in range(lo, mid, BLOCK_N):
-        acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, k_desc, v_desc, mask_base, start_n, offs_m,
-                                    offs_n, offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn,
-                                    E, EV, BLOCK_D, BLOCK_DV, MASK_KIND, CAUSAL, False, PREC, ACC, FOLD_SCALE,
-                                    TMA)
+        acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n,
+                                    offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn,
+                                    E, EV, BLOCK_D, BLOCK_DV, MASK_KIND, CAUSAL, False, PREC, ACC, FOLD_SCALE)
     for start_n in range(mid, hi, BLOCK_N):
-        acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, k_desc, v_desc, mask_base, start_n, offs_m,
-                                    offs_n, offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn,
-                                    E, EV, BLOCK_D, BLOCK_DV, MASK_KIND, CAUSAL, True, PREC, ACC, FOLD_SCALE,
-                                    TMA)
+        acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n,
+                                    offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn,
+                                    E, EV, BLOCK_D, BLOCK_DV, MASK_KIND, CAUSAL, True, PREC, ACC, FOLD_SCALE)
     if SPLIT:
         # Partials: part[zh, split, m, dv] (unnormalised acc) and ml[zh, split, m, 0:2] = (m, l).
         n_split = tl.num_programs(2)
@@ -238,7 +218,9 @@ def _config(dtype: D.DType, L: int, S: int, E: int, EV: int) -> tuple[int, int, 
     """(BLOCK_M, BLOCK_N, num_warps, num_stages) for the GPU; small blocks on the interpreter.
 
     The GPU choices keep the pipelined K/V tiles plus the Q tile within Hopper's 227 KB of shared
-    memory at head dim 256 (float64 takes the smallest tiles).
+    memory at head dim 256 (float64 takes the smallest tiles). K and V load through pointers:
+    tensor-descriptor (TMA) loads issue fewer instructions but were 1-27% slower at every
+    benchmark shape (benchmarks/results/sweeps/h200-attention-tma.json).
     """
     if BACKEND == "cpu":
         return max(16, min(64, next_pow2(L))), max(16, min(64, next_pow2(S))), 1, 1
@@ -263,16 +245,6 @@ def _fold_scale(dtype: D.DType, mask_kind: int, scale: float, block_d: int) -> b
     against 5.00) but adds 6% at head dim 64 (B16 H12 S512: 47.1 us against 44.4). Benchmarks replace
     this function to time both forms."""
     return dtype is not D.float64 and mask_kind != 2 and 0 < scale < math.inf and block_d >= 128
-
-
-def _use_tma(q: NBXTensor, k: NBXTensor, v: NBXTensor) -> bool:
-    """Whether the kernel loads key and value tiles through tensor descriptors (TMA): half types on a
-    GPU backend (:data:`TMA_LOADS`), each head's keys and values dense along the head dim with
-    16-byte aligned rows."""
-    if not TMA_LOADS or q.dtype not in (D.float16, D.bfloat16) or k.shape[2] == 0:
-        return False
-    (kz, kh, kn, kd), (vz, vh, vn, vd) = k.stride(), v.stride()
-    return tma_readable(k, kd, kn, (kz, kh)) and tma_readable(v, vd, vn, (vz, vh))
 
 
 def _splits(programs: int, S: int, block_n: int, device: Device) -> tuple[int, int]:
@@ -311,13 +283,11 @@ def flash_forward(q: NBXTensor, k: NBXTensor, v: NBXTensor, mask: NBXTensor | No
     kind = 0 if mask is None else 1 if mask.dtype is D.bool_ else 2
     ms = mask.stride() if mask is not None else (0, 0, 0, 0)
     ls = lse.stride() if lse is not None else (0, 0, 0)
-    tma = _use_tma(q, k, v)
-    with descriptor_memory(q.device) if tma else nullcontext():
-        launch(_attn_fwd_kernel, (cdiv(L, bm), Z * H, n_split), q, k, v, mask if mask is not None else q, out,
-               lse if lse is not None else out, part, ml, cnt,
-               H, L, S, H // k.shape[1], H // v.shape[1], per, scale * LOG2E, scale * LOG2E, float(masked_lse),
-               *q.stride(), *k.stride(), *v.stride(), *ms, *out.stride(), *ls,
-               E=E, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=bd, MASK_KIND=kind, CAUSAL=causal, SPLIT=split,
-               PREC="ieee" if q.dtype in (D.float32, D.float64) else "tf32",
-               EV=EV, BLOCK_DV=bdv, STORE_LSE=lse is not None, ACC=tl_dtype(acc),
-               FOLD_SCALE=_fold_scale(q.dtype, kind, scale, bd), TMA=tma, num_warps=warps, num_stages=stages)
+    launch(_attn_fwd_kernel, (cdiv(L, bm), Z * H, n_split), q, k, v, mask if mask is not None else q, out,
+           lse if lse is not None else out, part, ml, cnt,
+           H, L, S, H // k.shape[1], H // v.shape[1], per, scale * LOG2E, scale * LOG2E, float(masked_lse),
+           *q.stride(), *k.stride(), *v.stride(), *ms, *out.stride(), *ls,
+           E=E, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=bd, MASK_KIND=kind, CAUSAL=causal, SPLIT=split,
+           PREC="ieee" if q.dtype in (D.float32, D.float64) else "tf32",
+           EV=EV, BLOCK_DV=bdv, STORE_LSE=lse is not None, ACC=tl_dtype(acc),
+           FOLD_SCALE=_fold_scale(q.dtype, kind, scale, bd), num_warps=warps, num_stages=stages)
