@@ -81,7 +81,10 @@ def sweep(h) -> None:
     (``arg=(1, 4096, ...)``; 20.9 us at best, against 20.8 for the default). A later run
     (results/sweeps/h200-reduction-argmax-keys.json) timed argmax of bf16 as one max of int32 keys
     (the value's order in the high half, the position in the low): 30.9 us against 20.9 for the
-    lanes, the per-element integer work costing more than the index it saves; it was removed.
+    lanes, the per-element integer work costing more than the index it saves; it was removed. So
+    was a warp per row (blocks of 256, 2 to 8 rows a program, 8 or 16 loads a step), whose finish
+    needs no barrier: 21.3 to 26.1 us against 20.7
+    (results/sweeps/h200-reduction-argmax-warp-rows.json).
     (b) mean against sum over dim 1 of 8192x4096: in one comparison (nbx = mean, torch = sum, so
     ratio = sum ms / mean ms), each against torch, and mean dividing by its count (a count of
     4095, not a power of two, keeps the division that mean over 4096 ran before the engine turned
