@@ -5,7 +5,8 @@
 Each candidate replaces a tile choice for the run, then is timed against torch like any benchmark:
 norm, rows per program and warps; pointwise, bytes per thread and warps; attention, the flash
 kernel's (BLOCK_M, BLOCK_N, warps, stages) and, for decoding, the program count below which keys
-are split; attention-fold, the flash kernel with its scale folded into the softmax and not. Any
+are split; attention-fold, the flash kernel with its scale folded into the softmax and not; attention-lazy,
+its accumulator rescaled only when a row's max grows by more than 2^8 and every block. Any
 other name runs ``sweep(h)`` of the family's benchmark module (``benchmarks/bench_<name>.py``),
 where a family keeps its own candidates.
 Results go to ``DIR/sweep.json``; the winners are what the plugins' defaults are set from.
@@ -72,7 +73,7 @@ def _pointwise_dtype(h, ops: dict, dtype: str) -> None:
              ("gelu", lambda: ops["gelu"](A), lambda: F.gelu(a), 2 * n * size),
              ("silu", lambda: ops["silu"](A), lambda: F.silu(a), 2 * n * size),
              ("sigmoid", lambda: ops["sigmoid"](A), lambda: torch.sigmoid(a), 2 * n * size)]
-    for nbytes, warps in [(8, 4), (16, 2), (16, 4), (32, 4)]:
+    for nbytes, warps in [(4, 4), (8, 4), (8, 8), (16, 2), (16, 4), (16, 8), (32, 4), (64, 2)]:
         P.GPU_THREAD_BYTES, P.GPU_WARPS = nbytes, warps
         P._plans._plans.clear()
         for name, nbx, ref, io in cases:
@@ -126,23 +127,42 @@ def sweep_attention(h) -> None:
     fa._config = base
 
 
-def sweep_attention_fold(h) -> None:
-    """The flash kernel at its shipped tiles with the scale folded into the softmax and not."""
+def _attention_ab(h, knob: str, cases: list[tuple[int, int, int, int, int, bool]]) -> None:
+    """The flash kernel at its shipped tiles with the choice function ``knob`` of flash_attention
+    answering True and then False, on (B, H, L, S, D, causal) ``cases``."""
     from nbx_attention import flash_attention as fa
     from nbx_attention import sdpa
 
-    base = fa._fold_scale
-    for B, H, L, D, causal in [(4, 32, 4096, 128, False), (4, 32, 4096, 128, True), (16, 12, 512, 64, False),
-                               (1, 32, 16384, 128, True)]:
-        q, k, v = h.randn((B, H, L, D)), h.randn((B, H, L, D)), h.randn((B, H, L, D))
-        Q, K, V = h.nbx(q), h.nbx(k), h.nbx(v)
-        for fold in (True, False):
-            fa._fold_scale = lambda *a, f=fold: f
-            h.compare(f"sdpa causal={causal} fold_scale={fold}",
-                      nbx=lambda: sdpa.scaled_dot_product_attention(Q, K, V, None, 0.0, causal),  # noqa: B023
-                      torch=lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),  # noqa: B023
-                      shape=(B, H, L, L, D), dtype="bfloat16", flops=4 * B * H * L * L * D // (2 if causal else 1))
-    fa._fold_scale = base
+    base = getattr(fa, knob)
+    try:
+        for B, H, L, S, D, causal in cases:
+            q, k, v = h.randn((B, H, L, D)), h.randn((B, H, S, D)), h.randn((B, H, S, D))
+            Q, K, V = h.nbx(q), h.nbx(k), h.nbx(v)
+            cost = dict(flops=4 * B * H * L * S * D // (2 if causal else 1)) if L > 1 else \
+                dict(bytes=(B * H * L * D * 2 + 2 * B * H * S * D) * 2)
+            for on in (True, False):
+                setattr(fa, knob, lambda *a, f=on: f)
+                h.compare(f"sdpa causal={causal} {knob.strip('_')}={on}",
+                          nbx=lambda: sdpa.scaled_dot_product_attention(Q, K, V, None, 0.0, causal),  # noqa: B023
+                          torch=lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),  # noqa: B023
+                          shape=(B, H, L, S, D), dtype="bfloat16", **cost)
+    finally:
+        setattr(fa, knob, base)
+
+
+def sweep_attention_fold(h) -> None:
+    """The flash kernel with its scale folded into the softmax and not."""
+    _attention_ab(h, "_fold_scale", [(4, 32, 4096, 4096, 128, False), (4, 32, 4096, 4096, 128, True),
+                                     (16, 12, 512, 512, 64, False), (1, 32, 16384, 16384, 128, True)])
+
+
+def sweep_attention_lazy(h) -> None:
+    """The flash kernel rescaling its accumulator only when a row's max grows by more than 2^8, and
+    every block, at every benchmark shape."""
+    _attention_ab(h, "_lazy_rescale", [(4, 32, 4096, 4096, 128, False), (4, 32, 4096, 4096, 128, True),
+                                       (16, 12, 512, 512, 64, False), (1, 32, 16384, 16384, 128, True),
+                                       (1, 32, 16384, 16384, 128, False), (16, 32, 1, 4096, 128, False),
+                                       (1, 32, 1, 4096, 128, False)])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -157,7 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.only.split(","):
         print(f"== sweep {name}", flush=True)
         builtin = {"norm": sweep_norm, "pointwise": sweep_pointwise,
-                   "attention": sweep_attention, "attention-fold": sweep_attention_fold}
+                   "attention": sweep_attention, "attention-fold": sweep_attention_fold,
+                   "attention-lazy": sweep_attention_lazy}
         builtin[name](h) if name in builtin else importlib.import_module(f"benchmarks.bench_{name}").sweep(h)
     (args.out / "sweep.json").write_text(json.dumps({"gpu": torch.cuda.get_device_name(), "results": h.results,
                                                      "errors": h.errors}, indent=1) + "\n")

@@ -35,6 +35,25 @@ def test_float64_keeps_float64_precision():
         check_op(SDPA, q, k, v, mask, 0.0, False, scale=scale, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [*DTYPES, "float64"])
+@pytest.mark.parametrize("slope", [0.02, 0.05, 0.15])
+def test_scores_growing_along_the_keys(dtype, slope):
+    # Scores that climb along the keys: each key block's max passes the one the rows subtract by
+    # less than 2^8 (kept), by more (the accumulator rescaled), or both, block after block; the
+    # result must not depend on it. Rows start with masked keys, then see the climb.
+    S = 300
+    q = torch.full((1, 2, 6, 16), 0.5)
+    k = (torch.arange(S, dtype=torch.float64) * slope / 2).reshape(1, 1, S, 1).expand(1, 2, S, 16)
+    k = k + 0.1 * make((1, 2, S, 16), "float64", seed=1)
+    v = make((1, 2, S, 16), "float64", seed=2)
+    keep = torch.ones(6, S, dtype=torch.bool)
+    keep[:3, :70] = False
+    tol = {"rtol": 1e-12, "atol": 1e-12} if dtype == "float64" else {}
+    to = getattr(torch, dtype)
+    check_op(SDPA, q.to(to), k.to(to), v.to(to), keep, **tol)
+    check_op(SDPA, q.to(to), k.flip(2).to(to), v.to(to), None, 0.0, True, **tol)
+
+
 @pytest.mark.parametrize("L,S", [(5, 3), (3, 9), (1, 6), (6, 1), (70, 40), (40, 70), (100, 100)])
 def test_causal_lengths(L, S):
     # torch aligns the causal mask top-left: query i sees keys j <= i (tril of an L x S matrix).
