@@ -5,8 +5,7 @@
 Each candidate replaces a tile choice for the run, then is timed against torch like any benchmark:
 norm, rows per program and warps; pointwise, bytes per thread and warps; attention, the flash
 kernel's (BLOCK_M, BLOCK_N, warps, stages) and, for decoding, the program count below which keys
-are split; attention-fold, the flash kernel with its scale folded into the softmax and not; attention-lazy,
-its accumulator rescaled only when a row's max grows by more than 2^8 and every block. Any
+are split; attention-fold, the flash kernel with its scale folded into the softmax and not. Any
 other name runs ``sweep(h)`` of the family's benchmark module (``benchmarks/bench_<name>.py``),
 where a family keeps its own candidates.
 Results go to ``DIR/sweep.json``; the winners are what the plugins' defaults are set from.
@@ -156,15 +155,6 @@ def sweep_attention_fold(h) -> None:
                                      (16, 12, 512, 512, 64, False), (1, 32, 16384, 16384, 128, True)])
 
 
-def sweep_attention_lazy(h) -> None:
-    """The flash kernel rescaling its accumulator only when a row's max grows by more than 2^8, and
-    every block, at every benchmark shape."""
-    _attention_ab(h, "_lazy_rescale", [(4, 32, 4096, 4096, 128, False), (4, 32, 4096, 4096, 128, True),
-                                       (16, 12, 512, 512, 64, False), (1, 32, 16384, 16384, 128, True),
-                                       (1, 32, 16384, 16384, 128, False), (16, 32, 1, 4096, 128, False),
-                                       (1, 32, 1, 4096, 128, False)])
-
-
 def main(argv: list[str] | None = None) -> int:
     from benchmarks.harness import Harness
 
@@ -177,8 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.only.split(","):
         print(f"== sweep {name}", flush=True)
         builtin = {"norm": sweep_norm, "pointwise": sweep_pointwise,
-                   "attention": sweep_attention, "attention-fold": sweep_attention_fold,
-                   "attention-lazy": sweep_attention_lazy}
+                   "attention": sweep_attention, "attention-fold": sweep_attention_fold}
         builtin[name](h) if name in builtin else importlib.import_module(f"benchmarks.bench_{name}").sweep(h)
     (args.out / "sweep.json").write_text(json.dumps({"gpu": torch.cuda.get_device_name(), "results": h.results,
                                                      "errors": h.errors}, indent=1) + "\n")

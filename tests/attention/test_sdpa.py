@@ -38,9 +38,8 @@ def test_float64_keeps_float64_precision():
 @pytest.mark.parametrize("dtype", [*DTYPES, "float64"])
 @pytest.mark.parametrize("slope", [0.02, 0.05, 0.15])
 def test_scores_growing_along_the_keys(dtype, slope):
-    # Scores that climb along the keys: each key block's max passes the one the rows subtract by
-    # less than 2^8 (kept), by more (the accumulator rescaled), or both, block after block; the
-    # result must not depend on it. Rows start with masked keys, then see the climb.
+    # Scores that climb along the keys, slowly or by more than 2^8 a key block, so the running max
+    # and the accumulator's rescale change block after block; rows start with masked keys.
     S = 300
     q = torch.full((1, 2, 6, 16), 0.5)
     k = (torch.arange(S, dtype=torch.float64) * slope / 2).reshape(1, 1, S, 1).expand(1, 2, S, 16)

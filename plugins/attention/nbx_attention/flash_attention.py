@@ -56,7 +56,7 @@ def _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, of
                 L, S, qk_scale, skn, skd, svn, svd, smm, smn,
                 E: tl.constexpr, EV: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
                 MASK_KIND: tl.constexpr, CAUSAL: tl.constexpr, EDGE: tl.constexpr, PREC: tl.constexpr,
-                ACC: tl.constexpr, FOLD_SCALE: tl.constexpr, LAZY: tl.constexpr):
+                ACC: tl.constexpr, FOLD_SCALE: tl.constexpr):
     cols = start_n + offs_n
     kv_ok = cols < S
     # Interior blocks lie inside the key length: only a padded head dim needs a load mask there.
@@ -90,30 +90,14 @@ def _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, of
         m_new = tl.maximum(m_i, tl.max(qk, axis=1) * qk_scale)
     else:
         m_new = tl.maximum(m_i, tl.max(qk, axis=1))
-    if LAZY:
-        # The rows keep the max they subtract (acc and l are relative to it) until some row's max
-        # grows past it by more than 2^8: until then every exponential stays at most 256, exact
-        # in float32, and the rescale of acc (a multiply per output element) is skipped.
-        # (A row's first finite max counts as a large growth; -inf minus -inf is never formed.)
-        grow = tl.max(tl.where(m_new > m_i, m_new - tl.maximum(m_i, -3.0e38), 0.0), axis=0)
-        if grow > 8.0:
-            alpha = tl.exp2(m_i - tl.where(m_new == float("-inf"), 0.0, m_new))
-            acc = acc * alpha[:, None]
-            l_i = l_i * alpha
-            m_i = m_new
-        m_new = m_i
     # While a row has seen only -inf, subtract 0 so that exp2 gives 0 rather than NaN.
     m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
     if FOLD_SCALE:
         p = tl.exp2(qk * qk_scale - m_use[:, None])
     else:
         p = tl.exp2(qk - m_use[:, None])
-    if LAZY:
-        l_i = l_i + tl.sum(p, axis=1)
-    else:
-        alpha = tl.exp2(m_i - m_use)
-        l_i = l_i * alpha + tl.sum(p, axis=1)
-        acc = acc * alpha[:, None]
+    alpha = tl.exp2(m_i - m_use)
+    l_i = l_i * alpha + tl.sum(p, axis=1)
     if EDGE:
         v = tl.load(v_ptrs, mask=kv_ok[:, None] & (offs_dv < EV)[None, :], other=0.0)
     elif EV == BLOCK_DV:
@@ -121,7 +105,8 @@ def _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, of
     else:
         v = tl.load(v_ptrs, mask=(offs_dv < EV)[None, :], other=0.0)
     # The product accumulates into acc itself (one accumulator tile in registers, not two).
-    acc = tl.dot(dot_operand(p.to(v.dtype)), dot_operand(v), acc, input_precision=PREC, out_dtype=ACC)
+    acc = tl.dot(dot_operand(p.to(v.dtype)), dot_operand(v), acc * alpha[:, None], input_precision=PREC,
+                 out_dtype=ACC)
     return acc, m_new, l_i
 
 
@@ -170,7 +155,7 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml
                      E: tl.constexpr, EV: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                      BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr, MASK_KIND: tl.constexpr,
                      CAUSAL: tl.constexpr, SPLIT: tl.constexpr, STORE_LSE: tl.constexpr,
-                     PREC: tl.constexpr, ACC: tl.constexpr, FOLD_SCALE: tl.constexpr, LAZY: tl.constexpr):
+                     PREC: tl.constexpr, ACC: tl.constexpr, FOLD_SCALE: tl.constexpr):
     start_m = tl.program_id(0)
     zh = tl.program_id(1)
     split = tl.program_id(2)
@@ -203,13 +188,11 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml
     for start_n in range(lo, mid, BLOCK_N):
         acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n,
                                     offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn,
-                                    E, EV, BLOCK_D, BLOCK_DV, MASK_KIND, CAUSAL, False, PREC, ACC, FOLD_SCALE,
-                                    LAZY)
+                                    E, EV, BLOCK_D, BLOCK_DV, MASK_KIND, CAUSAL, False, PREC, ACC, FOLD_SCALE)
     for start_n in range(mid, hi, BLOCK_N):
         acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n,
                                     offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn,
-                                    E, EV, BLOCK_D, BLOCK_DV, MASK_KIND, CAUSAL, True, PREC, ACC, FOLD_SCALE,
-                                    LAZY)
+                                    E, EV, BLOCK_D, BLOCK_DV, MASK_KIND, CAUSAL, True, PREC, ACC, FOLD_SCALE)
     if SPLIT:
         # Partials: part[zh, split, m, dv] (unnormalised acc) and ml[zh, split, m, 0:2] = (m, l).
         n_split = tl.num_programs(2)
@@ -237,7 +220,9 @@ def _config(dtype: D.DType, L: int, S: int, E: int, EV: int) -> tuple[int, int, 
     The GPU choices keep the pipelined K/V tiles plus the Q tile within Hopper's 227 KB of shared
     memory at head dim 256 (float64 takes the smallest tiles). K and V load through pointers:
     tensor-descriptor (TMA) loads issue fewer instructions but were 1-27% slower at every
-    benchmark shape (benchmarks/results/sweeps/h200-attention-tma.json).
+    benchmark shape (benchmarks/results/sweeps/h200-attention-tma.json). The accumulator is rescaled
+    every key block: rescaling only when a row's max grows by more than 2^8 needs a block-wide max
+    and a branch, and was 4-27% slower (sweeps/h200-attention-lazy.json).
     """
     if BACKEND == "cpu":
         return max(16, min(64, next_pow2(L))), max(16, min(64, next_pow2(S))), 1, 1
@@ -262,12 +247,6 @@ def _fold_scale(dtype: D.DType, mask_kind: int, scale: float, block_d: int) -> b
     against 5.00) but adds 6% at head dim 64 (B16 H12 S512: 47.1 us against 44.4). Benchmarks replace
     this function to time both forms."""
     return dtype is not D.float64 and mask_kind != 2 and 0 < scale < math.inf and block_d >= 128
-
-
-def _lazy_rescale(dtype: D.DType, block_d: int) -> bool:
-    """Whether the kernel rescales its accumulator only when a row's max grows by more than 2^8
-    (LAZY). Benchmarks replace this function to time both forms."""
-    return True
 
 
 def _splits(programs: int, S: int, block_n: int, device: Device) -> tuple[int, int]:
@@ -313,5 +292,4 @@ def flash_forward(q: NBXTensor, k: NBXTensor, v: NBXTensor, mask: NBXTensor | No
            E=E, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=bd, MASK_KIND=kind, CAUSAL=causal, SPLIT=split,
            PREC="ieee" if q.dtype in (D.float32, D.float64) else "tf32",
            EV=EV, BLOCK_DV=bdv, STORE_LSE=lse is not None, ACC=tl_dtype(acc),
-           FOLD_SCALE=_fold_scale(q.dtype, kind, scale, bd), LAZY=_lazy_rescale(q.dtype, bd), num_warps=warps,
-           num_stages=stages)
+           FOLD_SCALE=_fold_scale(q.dtype, kind, scale, bd), num_warps=warps, num_stages=stages)
