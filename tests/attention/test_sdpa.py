@@ -82,10 +82,11 @@ def test_fully_masked_rows_give_zeros():
     mask[1] = False
     fmask = torch.zeros(2, 5, 7)
     fmask[0, 2] = float("-inf")
-    for dtype in (torch.float32, torch.bfloat16):
+    # float64 turns a bool mask into an additive one first (see sdpa._attention).
+    for dtype in (torch.float32, torch.bfloat16, torch.float64):
         args = (q.to(dtype), k.to(dtype), v.to(dtype))
         got = check_op(SDPA, *args, mask)
-        check_op(SDPA, *args, fmask)
+        check_op(SDPA, *args, fmask.to(torch.float64) if dtype is torch.float64 else fmask)
         check_op(SDPA, *args, mask, 0.0, True)
         if nbx_core.testing.numeric():
             assert (nbx_core.testing.to_torch(got)[:, :, 1] == 0).all()

@@ -31,6 +31,7 @@ def test_descriptor_memory_is_scoped(monkeypatch):
 
     token = _allocation._allocator.set(users)
     try:
+        monkeypatch.setattr(descriptors, "BACKEND", "cpu")
         with descriptors.descriptor_memory(Device("cpu")):
             assert _allocation._allocator.get() is users     # the interpreter needs none
         monkeypatch.setattr(descriptors, "BACKEND", "cuda")
