@@ -322,3 +322,29 @@ def test_conv_split_reduction(dtype, monkeypatch):
              [2, 2], [0, 0], torch_fn=ref, **tol)
     check_op("aten::conv_transpose2d.input", x, make((32, 8, 3, 3), dtype, seed=6), None, [2, 1], [1, 1], [1, 0], 2,
              [1, 1], torch_fn=_ref_wide(dtype, torch.ops.aten.conv_transpose2d.input), **tol)
+
+
+@pytest.mark.parametrize("parts", [1, 2])
+def test_float64_takes_small_tiles(parts, monkeypatch):
+    # On a GPU float64 multiplies in registers on tiles of at most 32 x 32 x 8 (larger ones need more
+    # shared memory than an SM has, as the 7x7 stem did): the stem's flat reduction, taps, pointwise
+    # and transposed layers on those tiles, with and without a split reduction.
+    from nbx_conv import convolution
+
+    if not numeric():
+        pytest.skip("forced tiles are checked for their numbers; aot compiles the GPU's float64 tiles")
+    monkeypatch.setattr(convolution, "_config", lambda *a: (32, 32, 8, 4, 2, 2, parts))
+    x = make((2, 20, 9, 8), "float64")
+    check_op("aten::conv2d", make((2, 3, 12, 11), "float64"), make((40, 3, 7, 7), "float64", seed=1),
+             make((40,), "float64", seed=2), [2, 2], [3, 3])
+    check_op("aten::conv2d", x.to(memory_format=torch.channels_last), make((36, 20, 3, 3), "float64", seed=3),
+             None, [1, 1], [1, 1])
+    check_op("aten::conv2d", x, make((36, 20, 1, 1), "float64", seed=4), None, [1, 1], [0, 0])
+    check_op("aten::conv_transpose2d.input", x, make((20, 12, 3, 3), "float64", seed=5), None, [2, 1], [1, 1])
+
+
+def test_float64_stem_compiles_within_shared_memory():
+    # The 7x7 stem in float64 at the GPU's own tiles: the aot pass compiles it for sm_90 and checks its
+    # shared memory against the SM's (it needed 256 KB at the half types' tiles).
+    check_op("aten::conv2d", make((1, 3, 40, 40), "float64"), make((64, 3, 7, 7), "float64", seed=1), None,
+             [2, 2], [3, 3])

@@ -358,12 +358,17 @@ def _conv(op: str, x: NBXTensor, w: NBXTensor, bias: NBXTensor | None, stride: t
     if reduction != FLAT:
         w = _channels_contiguous(w, transposed)
     bm, bn, bk, warps, stages, group_m, parts = _config(m, kg, groups, cg, r * s, reduction == FLAT)
+    mode = 2 if x.dtype is D.float64 else 1 if x.dtype is D.float32 else 0
+    if mode == 2 and BACKEND != "cpu":
+        # float64 multiplies without tensor cores: the (BLOCK_M, BLOCK_K, BLOCK_N) product lives in
+        # registers, so its tiles stay small (the 7x7 stem's 128 x 64 x 64 ones needed 256 KB of
+        # shared memory and failed to launch).
+        bm, bn, bk = min(bm, 32), min(bn, 32), min(bk, 8)
     ws = w.stride()
     if transposed:
         wg, wk, wc = cg * ws[0], ws[1], ws[0]
     else:
         wg, wk, wc = kg * ws[0], ws[0], ws[1]
-    mode = 2 if x.dtype is D.float64 else 1 if x.dtype is D.float32 else 0
     dst = out if parts == 1 else empty_tensor((parts, m, k), D.float64 if mode == 2 else D.float32, x.device)
     int64 = needs_int64(m * k * parts, x, w, out)
     launch(
