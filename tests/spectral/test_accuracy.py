@@ -18,7 +18,7 @@ def _rel_err(got, exact: np.ndarray) -> float:
     return float(np.abs(got.numpy().astype(exact.dtype) - exact).max() / np.sqrt(np.mean(np.abs(exact) ** 2)))
 
 
-@pytest.mark.parametrize("n", [16, 400, 480, 1009, 4096, 8192, 65536])
+@pytest.mark.parametrize("n", [16, 400, 480, 1009, 4096, 8192, 65536, 1 << 19])
 def test_accuracy_vs_float64(n):
     rng = np.random.default_rng(n)
     x = rng.standard_normal((2, n))

@@ -158,7 +158,9 @@ NUM_WARPS = 4
 """Warps of a row program: one warpgroup (8 warps ran 1.7x slower on the H200, probe_fft.py)."""
 
 COLUMN_TILE = 128
-"""Columns a column-pass program transforms (64-256 measured within 3%)."""
+"""Columns a column-pass program transforms (64-256 measured within 3%) for column DFTs of up to 64
+points; 128-point ones take 32 (at 64 or more their tables' tf32 splits need 256 KB of shared memory
+or more, over an SM's 227 KB)."""
 
 
 def _programs(rows: int, device: Device) -> int:
@@ -195,7 +197,7 @@ def column_pass(x: NBXTensor, tmp: NBXTensor, *, n: int, c: int, sign: int) -> N
     r = n // c
     xf = views.view_as_real(x) if x.dtype.is_complex else x
     cplx = 2 if x.dtype.is_complex else 1
-    bj = COLUMN_TILE if BACKEND != "cpu" else min(r, 256)
+    bj = (COLUMN_TILE if c <= 64 else 32) if BACKEND != "cpu" else min(r, 256)
     launch(_column_kernel, (cdiv(r, bj), x.shape[0]), xf, plan.dense_dft(c, sign, x.device),
            plan.twiddles(n, sign, x.device), views.view_as_real(tmp), r, x.stride(0) * cplx, x.stride(1) * cplx,
            C=c, BJ=bj, COMPLEX_IN=x.dtype.is_complex, UNIT_X=x.stride(1) == 1,
