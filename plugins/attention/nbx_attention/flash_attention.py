@@ -38,7 +38,7 @@ import triton.language as tl
 
 from nbx_core import dtypes as D
 from nbx_core.device import Device
-from nbx_core.pointwise import tl_dtype
+from nbx_core.pointwise import pointwise, tl_dtype
 from nbx_core.tensor import NBXTensor, empty_tensor
 
 LOG2E = math.log2(math.e)
@@ -212,6 +212,17 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml
         _store_result(acc, m_i, l_i, o_ptr + z * soz + h.to(tl.int64) * soh,
                       lse_ptr + z * slz + h.to(tl.int64) * slh, offs_m, offs_dv, L, som, sod, slm, masked_lse,
                       EV, STORE_LSE)
+
+
+@triton.jit
+def _additive(keep, sc):
+    return tl.where(keep != 0, 0.0, float("-inf"))
+
+
+def additive_mask(op: str, mask: NBXTensor) -> NBXTensor:
+    """A bool attention mask (True = attend) as float64 scores to add: 0 where a key is kept, -inf
+    elsewhere (the same softmax)."""
+    return pointwise(op, _additive, mask, dtype=D.float64)
 
 
 def _config(dtype: D.DType, L: int, S: int, E: int, EV: int) -> tuple[int, int, int, int]:

@@ -30,15 +30,10 @@ from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
 from nbx_core.ops import views
 from nbx_core.ops.creation import full, zeros
-from nbx_core.pointwise import pointwise
 from nbx_core.shape import broadcast_shapes, numel
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 
-# isort: split
-import triton
-import triton.language as tl
-
-from .flash_attention import flash_forward
+from .flash_attention import additive_mask, flash_forward
 
 FLOATS = (D.float16, D.bfloat16, D.float32, D.float64)
 MAX_HEAD_DIM = 256
@@ -115,11 +110,6 @@ def _mask4d(op: str, mask: NBXTensor | None, full_shape: tuple[int, ...]) -> NBX
     return _as4d(mask, full_shape[:-3], full_shape[-3], full_shape[-2], full_shape[-1])
 
 
-@triton.jit
-def _additive(keep, sc):
-    return tl.where(keep != 0, 0.0, float("-inf"))
-
-
 def _attention(op: str, query: NBXTensor, key: NBXTensor, value: NBXTensor, mask: NBXTensor | None,
                causal: bool, scale: float, gqa: bool, out: NBXTensor, lse: NBXTensor | None,
                masked_lse: float) -> None:
@@ -135,7 +125,7 @@ def _attention(op: str, query: NBXTensor, key: NBXTensor, value: NBXTensor, mask
     if mask is not None and mask.dtype is D.bool_ and query.dtype is D.float64:
         # Triton 3.6 cannot compile the float64 kernel with a bool mask tile (an MMAv2 assertion);
         # 0 where a key is kept and -inf elsewhere, added to the scores, is the same softmax.
-        mask = pointwise(op, _additive, mask, dtype=D.float64)
+        mask = additive_mask(op, mask)
     m4 = _mask4d(op, mask, (*outer, H, L, S))
     o4 = views.reshape(out, (numel(outer), H, L, EV))
     l4 = views.reshape(lse, (numel(outer), H, L)) if lse is not None else None
