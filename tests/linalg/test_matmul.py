@@ -275,6 +275,64 @@ def test_persistent(monkeypatch, dtype):
     assert grids == [(5,)] * 3
 
 
+def _ask_for_ws(monkeypatch, sms: int = 3) -> list[str]:
+    """Every GEMM's configuration asks for the warp-specialized kernel (128 x 64 x 32 tiles) on a
+    GPU of ``sms`` SMs; returns which kernel each launch ran."""
+    from nbx_linalg import matmul, warp_specialized
+
+    tile = {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 2, "num_warps": 4, "num_stages": 2,
+            "PERSISTENT": 1, "WS": 1}
+    plain = {**tile, "BLOCK_M": 32, "num_warps": 1}
+    seen = []
+    monkeypatch.setattr(matmul, "_config", lambda *args: dict(tile) if len(args) < 7 or args[6] else dict(plain))
+    monkeypatch.setattr(matmul, "multiprocessors", lambda index: sms)
+    for module in (matmul, warp_specialized):
+        launch = module.launch
+        monkeypatch.setattr(module, "launch", lambda kernel, grid, *args, launch=launch, **kw:
+                            seen.append((kernel.__name__, grid, kw["BLOCK_M"])) or launch(kernel, grid, *args, **kw))
+    return seen
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_warp_specialized_gemm(monkeypatch, dtype):
+    # Persistent programs (3 here) over (batch, tile) pairs of stacks folded into 2-D descriptors:
+    # edge tiles in N (row-major and stored-transposed B, whose rows past N belong to the next
+    # matrix and are clipped at the store), one matrix with edges in M and K, alpha without c.
+    seen = _ask_for_ws(monkeypatch)
+    q, kn, kt = make((3, 128, 64), dtype), make((3, 64, 96), dtype, seed=1), make((3, 104, 64), dtype, seed=2)
+    check_op("aten::bmm", q, kn)
+    check_op("aten::bmm", q, kt.transpose(1, 2))
+    check_op("aten::mm", make((136, 72), dtype), make((72, 40), dtype, seed=1))
+    check_op("aten::baddbmm", make((3, 128, 96), dtype, seed=3), q, kn, beta=0, alpha=-0.5)
+    check_op("aten::matmul", make((2, 3, 128, 64), dtype), make((2, 3, 64, 40), dtype, seed=1))
+    assert [s[0] for s in seen] == ["_ws_gemm_kernel"] * 5, seen
+    # 2 x 2 tiles per matrix (N = 104 in the second), 2 x 1 for the mm, 1 x 1 for the matmul: 12,
+    # 12, 2, 12 and 6 pairs on at most 3 programs.
+    assert [s[1] for s in seen] == [(3,), (3,), (2,), (3,), (3,)]
+
+
+def test_warp_specialized_gemm_falls_back(monkeypatch):
+    # Where the folded descriptors cannot describe the product, the general kernel runs the
+    # table's next configuration (BLOCK_M 32 here), with the right result.
+    seen = _ask_for_ws(monkeypatch)
+    bf = "bfloat16"
+    q, kn = make((3, 128, 64), bf), make((3, 64, 96), bf, seed=1)
+    heads = make((128, 3, 64), bf).transpose(0, 1)  # (S, H, D) storage: matrices not one after another
+    check_op("aten::bmm", heads, kn)
+    check_op("aten::bmm", make((3, 120, 64), bf), kn)  # M not a multiple of BLOCK_M: tiles would straddle
+    check_op("aten::bmm", make((3, 128, 40), bf), make((3, 40, 96), bf, seed=1))  # B's rows past K: the next matrix's
+    check_op("aten::bmm", make((3, 128, 32), bf), make((3, 32, 96), bf, seed=1))  # one K step
+    check_op("aten::bmm", q, make((1, 64, 96), bf, seed=1).expand(3, 64, 96))  # one B for every batch
+    check_op("aten::bmm", q.transpose(1, 2).contiguous().transpose(1, 2), kn)  # A stored transposed
+    check_op("aten::baddbmm", make((96,), bf, seed=2), q, kn)  # c
+    check_op("aten::bmm", make((3, 128, 64)), make((3, 64, 96), seed=1))  # float32
+    a, b = make((128, 64), bf), make((64, 96), bf, seed=1)
+    assert_close(run_op("aten::mm.dtype", a, b, torch.float32), a.float() @ b.float(), rtol=1e-5, atol=1e-5)
+    check_op("aten::mm", make((128, 24), bf)[:, 1:17], make((16, 8), bf, seed=1))  # base 2 bytes off
+    check_op("aten::addmm", make((8,), bf), make((128, 16), bf), make((16, 8), bf, seed=1), alpha=0)  # no product
+    assert seen == [("_gemm_kernel", s[1], 32) for s in seen] and len(seen) == 11
+
+
 MATMUL_SHAPES = [
     ((9,), (9,)), ((5, 9), (9,)), ((9,), (9, 7)), ((5, 9), (9, 7)), ((2, 5, 9), (9,)), ((9,), (2, 9, 7)),
     ((2, 5, 9), (9, 7)), ((5, 9), (2, 9, 7)), ((2, 1, 5, 9), (3, 9, 7)), ((2, 3, 5, 9), (2, 3, 9, 7)),
@@ -455,3 +513,28 @@ def test_nt_gemm_keeps_its_wgmmas_in_flight(monkeypatch, tma, bias):
     assert ("UTMALDG" in sass) == bool(tma) and ("LDGSTS" in sass) != bool(tma)
     assert sass.count("HGMMA.64x256x16.F32.BF16") == 4
     assert sass.count("WARPGROUP.DEPBAR.LE gsb0, 0x0") == 1
+
+
+@pytest.mark.skipif(numeric(), reason="aot only: reads the PTX of the kernel compiled for sm_90")
+@pytest.mark.parametrize("layout", ["NN", "NT"])
+def test_prefill_scores_compile_warp_specialized(monkeypatch, layout):
+    # The table sends prefill attention scores to the warp-specialized kernel; it must compile so:
+    # a producer warp group beside the two consumers (384 threads), registers moved between them.
+    # Triton keeps a loop it cannot specialize as it is, silently, so this is the only witness.
+    from nbx_linalg import warp_specialized
+
+    import nbx_core.launch
+
+    compiled, warmup = [], warp_specialized._ws_gemm_kernel.warmup
+    monkeypatch.setattr(nbx_core.launch, "compiled_variants", set())
+
+    def keep(*args, **kwargs):
+        compiled.append(warmup(*args, **kwargs))
+        return compiled[-1]
+
+    monkeypatch.setattr(warp_specialized._ws_gemm_kernel, "warmup", keep)
+    q = make((4, 2048, 128), "bfloat16")
+    k = make((4, 2048, 128), "bfloat16", seed=1)
+    run_op("aten::bmm", q, k.transpose(1, 2) if layout == "NT" else k.reshape(4, 128, 2048))
+    ptx = compiled[-1].asm["ptx"]
+    assert ".reqntid 384" in ptx and "setmaxnreg" in ptx

@@ -63,6 +63,8 @@ _CFG = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 4, "num_warps": 
     ({**_CFG, "SPLIT_K": 0}, "SPLIT_K must be at least 1"),
     ({**_CFG, "TMA": 2}, "TMA must be 0 or 1"),
     ({**_CFG, "PERSISTENT": -1}, "PERSISTENT must be 0 or more"),
+    ({**_CFG, "BLOCK_M": 128, "WS": 2}, "WS must be 0 or 1"),
+    ({**_CFG, "WS": 1}, "WS needs BLOCK_M 128, num_warps 4 and no SPLIT_K"),
     ([64, 64, 32], "must be a JSON object"),
 ])
 def test_bad_user_cache_entry_is_a_clear_error(tmp_path, monkeypatch, entry, why):
@@ -131,15 +133,35 @@ def test_config_lookup_order(tmp_path, monkeypatch):
     assert [pick(1000, lay) for lay in configs.LAYOUTS] == [5, 5, 5, 3]
 
 
+def test_config_lookup_past_warp_specialized_entries(tmp_path, monkeypatch):
+    # Where the warp-specialized kernel does not apply, gemm asks again without ws: every entry
+    # that asks for it is passed over, in the user cache, the shapes and the rules.
+    from nbx_linalg import configs
+
+    ws = {**_cfg(7), "WS": 1}
+    table = {"shapes": {"f16:M256:N256:K256:NN": ws, "f16:M256:N256:K256": _cfg(1)},
+             "rules": [{"dtype": "f16", "config": ws}, {"dtype": "f16", "config": _cfg(5)}]}
+    monkeypatch.setattr(configs, "_table", lambda: table)
+    monkeypatch.setenv("NBX_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(configs, "_user", None)
+    assert configs.lookup("bfloat16", 200, 256, 256, "NN") == ws
+    assert configs.lookup("bfloat16", 200, 256, 256, "NN", ws=False) == _cfg(1)
+    assert configs.lookup("bfloat16", 1000, 256, 256, "NN") == ws
+    assert configs.lookup("bfloat16", 1000, 256, 256, "NN", ws=False) == _cfg(5)
+    configs.remember("bfloat16", 200, 256, 256, {**ws, "BLOCK_N": 128}, "NN")
+    assert configs.lookup("bfloat16", 200, 256, 256, "NN")["BLOCK_N"] == 128
+    assert configs.lookup("bfloat16", 200, 256, 256, "NN", ws=False) == _cfg(1)
+    monkeypatch.setattr(configs, "_user", None)
+
+
 def test_shipped_table_is_well_formed():
     from nbx_linalg import configs
 
     table = configs._table()
     fields = {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages"}
 
-    def well_formed(cfg):  # TMA (0 or 1), SPLIT_K (1 or more) and PERSISTENT (0 or more) are optional
-        return (set(cfg) - {"TMA", "SPLIT_K", "PERSISTENT"} == fields and cfg.get("TMA", 0) in (0, 1)
-                and cfg.get("SPLIT_K", 1) >= 1 and cfg.get("PERSISTENT", 0) >= 0)
+    def well_formed(cfg):  # TMA, SPLIT_K, PERSISTENT and WS are optional
+        return set(cfg) - {"TMA", "SPLIT_K", "PERSISTENT", "WS"} == fields and configs.check(cfg, "shipped") == cfg
 
     for key, cfg in table["shapes"].items():
         cls, m, n, k, *layout = key.split(":")
@@ -152,6 +174,13 @@ def test_shipped_table_is_well_formed():
     for cls in ("f16", "f32", "f64", "int"):  # every dtype class ends with a catch-all rule
         assert any(r["dtype"] == cls and not {"max_m", "max_n", "max_k", "layout"} & set(r) for r in table["rules"])
     assert all(well_formed(c) for c in configs.CANDIDATES) and any(c.get("TMA") for c in configs.CANDIDATES)
+    assert any(c.get("WS") for c in configs.CANDIDATES)
+    # Behind every warp-specialized shape entry, one that serves where its kernel does not apply.
+    for key, cfg in table["shapes"].items():
+        if cfg.get("WS"):
+            cls, m, n, k, layout = key.split(":")
+            dtype = {"f16": "bfloat16"}[cls]
+            assert not configs.lookup(dtype, int(m[1:]), int(n[1:]), int(k[1:]), layout, ws=False).get("WS"), key
 
 
 def test_tune_checks_its_layout_and_backend():

@@ -7,7 +7,11 @@ loads), ``SPLIT_K``: n slices K between n programs per output tile (decoding sha
 few tiles leave most SMs idle), the last of them adding the partials in slice order, and
 ``PERSISTENT``: n launches n programs per SM that walk the output tiles, each overlapping one
 tile's stores with the next tile's loads (short reductions with large outputs, such as attention
-scores, whose stores dominate); it applies to pointer loads without SPLIT_K. Shapes fall
+scores, whose stores dominate); it applies to pointer loads without SPLIT_K. ``WS``: 1 runs
+:mod:`nbx_linalg.warp_specialized`'s kernel instead (persistent programs, PERSISTENT per SM or one,
+whose producer warp group loads while two consumer warp groups multiply and store; BLOCK_M 128 and
+four warps) where it applies: half-type products without ``c`` of dense row-major stacks.
+Elsewhere the lookup goes on past the entry, to the next one that does not ask for it. Shapes fall
 into buckets (each of M, N, K rounded up to a power of two) and operands into a layout: two
 letters, A's then B's, ``N`` when the operand is stored row-major ((M, K) and (K, N) with the last
 dim contiguous) and ``T`` when it is stored transposed (its K dim, for B, or its M dim, for A,
@@ -52,11 +56,16 @@ CANDIDATES: list[Config] = [
 ] + [
     {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": w, "num_stages": s, "PERSISTENT": p}
     for bm, bn, w, s, p in [(128, 256, 8, 3, 1), (128, 128, 8, 2, 2), (64, 128, 4, 2, 3)]
+] + [
+    {"BLOCK_M": 128, "BLOCK_N": bn, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": s, "PERSISTENT": 1,
+     "WS": 1}
+    for bn, s in [(256, 3), (128, 4)]
 ]
 """What :func:`nbx_linalg.matmul.tune` tries for float16/bfloat16: large tiles (GROUP_M 8 and 16,
 BLOCK_K 128 for K-major operands), small-K batched tiles with few stages (one K step needs no deep
 pipeline, and less shared memory fits more programs per SM), narrow decode tiles, the large tiles
-again with TMA loads, and persistent programs (as many per SM as fit) for short reductions."""
+again with TMA loads, persistent programs (as many per SM as fit) for short reductions, and the
+warp-specialized kernel (where it does not apply, the candidate runs the general kernel)."""
 
 
 def dtype_class(dtype_name: str) -> str:
@@ -119,14 +128,15 @@ def _user_cache() -> dict[str, Config]:
 
 
 _FIELDS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages")
-_OPTIONAL = ("TMA", "SPLIT_K", "PERSISTENT")
+_OPTIONAL = ("TMA", "SPLIT_K", "PERSISTENT", "WS")
 
 
 def check(config: Any, where: str) -> Config:
     """``config`` if it is a well-formed configuration, else an NbxValueError naming ``where`` it
     came from: the six fields (BLOCK_* powers of two; the others positive integers),
-    optionally TMA (0 or 1), SPLIT_K (a positive integer) and PERSISTENT (programs per SM, 0 for one
-    program per tile), nothing else."""
+    optionally TMA (0 or 1), SPLIT_K (a positive integer), PERSISTENT (programs per SM, 0 for one
+    program per tile) and WS (0 or 1; 1 with BLOCK_M 128, four warps and no SPLIT_K), nothing
+    else."""
     def bad(why: str) -> NbxValueError:
         return NbxValueError(f"GEMM configuration {where}: {why}; fix or delete the entry (tune() writes "
                              f"well-formed ones), got {config!r}")
@@ -149,21 +159,29 @@ def check(config: Any, where: str) -> Config:
         raise bad("TMA must be 0 or 1")
     if config.get("PERSISTENT", 0) < 0:
         raise bad("PERSISTENT must be 0 or more")
+    if config.get("WS", 0) not in (0, 1):
+        raise bad("WS must be 0 or 1")
+    if config.get("WS") and (config["BLOCK_M"] != 128 or config["num_warps"] != 4 or config.get("SPLIT_K", 1) != 1):
+        raise bad("WS needs BLOCK_M 128, num_warps 4 and no SPLIT_K (two consumer warp groups of 64 rows)")
     return dict(config)
 
 
-def lookup(dtype_name: str, m: int, n: int, k: int, layout: str = "NN") -> Config:
+def lookup(dtype_name: str, m: int, n: int, k: int, layout: str = "NN", ws: bool = True) -> Config:
     """The configuration for a GEMM of this dtype, shape and layout (user cache, then the shipped
-    table's shapes, layout's key before the layout-free one in each, then its rules)."""
+    table's shapes, layout's key before the layout-free one in each, then its rules); without
+    ``ws``, the first of them that does not ask for the warp-specialized kernel."""
     exact, free = bucket_key(dtype_name, m, n, k, layout), bucket_key(dtype_name, m, n, k)
     for source, name in ((_user_cache(), str(cache_path())), (_table()["shapes"], _TABLE.name)):
         for key in (exact, free):
             if key in source:
-                return check(source[key], f"{key!r} in {name}")
+                config = check(source[key], f"{key!r} in {name}")
+                if ws or not config.get("WS"):
+                    return config
     cls, bm, bn, bk = dtype_class(dtype_name), _bucket(m), _bucket(n), _bucket(k)
     for rule in _table()["rules"]:
         if rule["dtype"] == cls and rule.get("layout", layout) == layout and bm <= rule.get("max_m", bm) \
-                and bn <= rule.get("max_n", bn) and bk <= rule.get("max_k", bk):
+                and bn <= rule.get("max_n", bn) and bk <= rule.get("max_k", bk) \
+                and (ws or not rule["config"].get("WS")):
             return dict(rule["config"])
     raise NbxValueError(f"GEMM configuration: no rule in {_TABLE.name} covers {exact}: add a rule without max_* "
                         f"bounds for dtype class {cls!r}")

@@ -17,7 +17,9 @@ On a GPU the tile configuration comes from :mod:`nbx_linalg.configs` by dtype, s
 operand layout (shipped H200 table, user cache written by :func:`tune`); on the interpreter large
 tiles keep the number of programs small. Operands are loaded through pointers (``cp.async`` on
 Hopper) or, where the configuration says ``TMA`` and strides and alignment allow, for half types,
-through tensor descriptors the kernel builds (Hopper's copy engine).
+through tensor descriptors the kernel builds (Hopper's copy engine). Where it says ``WS``, products
+of half-type row-major stacks without ``c`` run :mod:`nbx_linalg.warp_specialized`'s persistent,
+warp-specialized kernel instead.
 """
 
 
@@ -42,7 +44,7 @@ from nbx_core.pointwise import tl_dtype
 from nbx_core.shape import broadcast_shapes, broadcast_strides, coalesce, numel, view_strides
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 
-from . import configs
+from . import configs, warp_specialized
 from .precision import triton_input_precision
 
 _MAX_GRID_Y = 65535
@@ -222,14 +224,15 @@ def _tma_operand(t: NBXTensor, strides: tuple[int, ...], batch_strides: tuple[in
     return tma_readable(t, inner, outer, batch_strides)
 
 
-def _config(dtype: D.DType, m: int, n: int, k: int, use_dot: bool, layout: str) -> dict[str, int]:
-    """The tile configuration of a GEMM: module-level so that benchmarks can swap it."""
+def _config(dtype: D.DType, m: int, n: int, k: int, use_dot: bool, layout: str, ws: bool = True) -> dict[str, int]:
+    """The tile configuration of a GEMM (without ``ws``, the first one that does not ask for the
+    warp-specialized kernel): module-level so that benchmarks can swap it."""
     if BACKEND == "cpu":
         # The interpreter pays per program, not per element: few, large tiles.
         side = 32 if not use_dot else 128
         return {"BLOCK_M": min(max(16, next_pow2(m)), side), "BLOCK_N": min(max(16, next_pow2(n)), side),
                 "BLOCK_K": min(max(16, next_pow2(k)), side), "GROUP_M": 8, "num_warps": 1, "num_stages": 1}
-    return configs.lookup(dtype.name if use_dot else "int64", m, n, k, layout)
+    return configs.lookup(dtype.name if use_dot else "int64", m, n, k, layout, ws)
 
 
 def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alpha: Any = 1, beta: Any = 0,
@@ -265,10 +268,21 @@ def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alp
     use_dot = acc.is_floating_point and a.dtype is b.dtype and a.dtype.is_floating_point and a.dtype is not D.float64
     layout = configs.layout_of(a_st[-2], a_st[-1], b_st[-2], b_st[-1])
     cfg = dict(config) if config is not None else _config(a.dtype, m, n, k, use_dot, layout)
+    a_t, b_t = layout[0] == "T", layout[1] == "T"
+    nbatch = numel(batch)
+    if cfg.get("WS"):
+        if use_dot and not use_c and cfg.get("SPLIT_K", 1) == 1 and warp_specialized.applies(
+                a, b, out, (m, n, k), a_st, b_st, o_st, (a_bs, b_bs, o_bs), nbatch, cfg, b_t):
+            with descriptor_memory(device):
+                warp_specialized.ws_gemm(a, b, out, (m, n, k), a_st, b_st, o_st, nbatch, alpha, cfg, b_t,
+                                         max(cfg.get("PERSISTENT", 0), 1) * multiprocessors(device.index or 0))
+            return out
+        # The table's next entry for this shape (a configuration passed in keeps its tiles).
+        cfg = dict(config) if config is not None else _config(a.dtype, m, n, k, use_dot, layout, False)
+        cfg.pop("WS", None)
     bm, bn, bk = cfg.pop("BLOCK_M"), cfg.pop("BLOCK_N"), cfg.pop("BLOCK_K")
     split_k = cfg.pop("SPLIT_K", 1)
     per_sm = cfg.pop("PERSISTENT", 0)
-    a_t, b_t = layout[0] == "T", layout[1] == "T"
     # TMA loads where the configuration asks for them and both half-type operands allow; otherwise
     # pointer loads.
     tma = bool(cfg.pop("TMA", 0)) and use_dot and a.dtype in (D.float16, D.bfloat16) and k > 0 and split_k == 1 \
@@ -282,7 +296,6 @@ def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alp
     precision = triton_input_precision() if a.dtype is D.float32 or BACKEND == "cpu" else "ieee"
     is_int = acc.is_integral
     tensors = [t for t in (a, b, out) if t is not None] + ([c] if use_c else [])
-    nbatch = numel(batch)
     tiles = cdiv(m, bm) * cdiv(n, bn)
     with descriptor_memory(device) if tma else nullcontext():
         for start in range(0, nbatch, _MAX_GRID_Y):
