@@ -27,3 +27,23 @@ def test_flash_tiles_fit_shared_memory(dtype, L, S, E, monkeypatch):
     out = from_torch(make((1, 2, L, E), dtype))
     fa.flash_forward(q, k, k, None, out, None, scale=0.1, causal=True, masked_lse=0.0)
     assert used and max(used) <= HOPPER_SMEM, used
+
+
+@pytest.mark.skipif(BACKEND != "aot", reason="reads the PTX compiled for sm_90 (aot backend only)")
+def test_head_dim_128_compiles_warp_specialized(monkeypatch):
+    # Triton keeps a loop it cannot specialize as it is, silently: the PTX must show the producer
+    # warp group beside the two consumers (384 threads) and the registers moved between them.
+    import nbx_attention.flash_attention as fa
+    import nbx_attention.warp_specialized as ws
+
+    ptx = []
+
+    def compile_only(kernel, grid, *args, **kwargs):
+        ptx.append(kernel.warmup(*args, grid=grid, **kwargs).asm["ptx"])
+
+    monkeypatch.setattr(ws, "launch", compile_only)
+    monkeypatch.setattr(fa, "PROGRAMS_PER_SM", 0)  # eight query tiles would otherwise split the keys
+    q, k = from_torch(make((1, 2, 512, 128), "bfloat16")), from_torch(make((1, 2, 1024, 128), "bfloat16"))
+    out = from_torch(make((1, 2, 512, 128), "bfloat16"))
+    fa.flash_forward(q, k, k, None, out, None, scale=0.1, causal=False, masked_lse=0.0)
+    assert len(ptx) == 1 and ".reqntid 384" in ptx[0] and "setmaxnreg" in ptx[0]

@@ -16,6 +16,9 @@ attend) or additive, broadcast by stride-0 strides.
 A row that sees no key (all masked) outputs zeros, as torch's CPU sdpa does; its logsumexp is the
 caller's ``masked_lse`` (0 for torch's CPU flash kernel, +inf for the CUDA ones).
 
+On the GPU, unmasked non-causal half-type attention at head dim 128 without a logsumexp runs the
+warp-specialized kernel of :mod:`nbx_attention.warp_specialized` instead.
+
 When few programs would cover the GPU (decoding: query length 1), the key range is split over a
 third grid axis (flash-decoding); each split writes its partial (acc, m, l) in float32, and the
 last split of a row block to finish (a ticket, :mod:`nbx_core.kernels.tickets`) merges them in
@@ -41,6 +44,8 @@ from nbx_core.device import Device
 from nbx_core.pointwise import pointwise, tl_dtype
 from nbx_core.tensor import NBXTensor, empty_tensor
 
+from . import warp_specialized
+
 LOG2E = math.log2(math.e)
 PROGRAMS_PER_SM = 2 if BACKEND != "cpu" else 0
 """Split the key range while fewer programs than this many per SM would run (SMs counted by
@@ -49,6 +54,9 @@ launch: 0.976x torch against 0.961x at 528, benchmarks/results/sweeps). The inte
 unless a test raises it."""
 MIN_SPLIT_KEYS = 512
 """Fewest keys one split handles (tests lower both knobs to reach the split path)."""
+WARP_SPECIALIZE = BACKEND != "cpu"
+"""Whether what :func:`nbx_attention.warp_specialized.applies` accepts runs that kernel (when it
+needs no key splits). The interpreter runs the portable kernel unless a test sets this."""
 
 
 @triton.jit
@@ -281,6 +289,10 @@ def flash_forward(q: NBXTensor, k: NBXTensor, v: NBXTensor, mask: NBXTensor | No
     Z, H, L, E = q.shape
     S, EV = k.shape[2], v.shape[3]
     if Z * H * L == 0:
+        return
+    if WARP_SPECIALIZE and warp_specialized.applies(q, k, v, mask, out, lse, scale=scale, causal=causal) \
+            and _splits(cdiv(L, warp_specialized.BLOCK_M) * Z * H, S, warp_specialized.BLOCK_N, q.device)[0] == 1:
+        warp_specialized.ws_forward(q, k, v, out, qk_scale=scale * LOG2E)
         return
     bm, bn, warps, stages = _config(q.dtype, L, S, E, EV)
     bd, bdv = max(16, next_pow2(E)), max(16, next_pow2(EV))
