@@ -155,6 +155,12 @@ def sweep_attention_fold(h) -> None:
                                      (16, 12, 512, 512, 64, False), (1, 32, 16384, 16384, 128, True)])
 
 
+def sweep_attention_order(h) -> None:
+    """The causal flash kernel with each head's query tiles launched last row first and not."""
+    _attention_ab(h, "_heavy_first", [(4, 32, 4096, 4096, 128, True), (1, 32, 16384, 16384, 128, True),
+                                      (16, 12, 512, 512, 64, True)])
+
+
 def main(argv: list[str] | None = None) -> int:
     from benchmarks.harness import Harness
 
@@ -167,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.only.split(","):
         print(f"== sweep {name}", flush=True)
         builtin = {"norm": sweep_norm, "pointwise": sweep_pointwise,
-                   "attention": sweep_attention, "attention-fold": sweep_attention_fold}
+                   "attention": sweep_attention, "attention-fold": sweep_attention_fold,
+                   "attention-order": sweep_attention_order}
         builtin[name](h) if name in builtin else importlib.import_module(f"benchmarks.bench_{name}").sweep(h)
     (args.out / "sweep.json").write_text(json.dumps({"gpu": torch.cuda.get_device_name(), "results": h.results,
                                                      "errors": h.errors}, indent=1) + "\n")

@@ -237,3 +237,21 @@ def test_mixed_devices():
     kd = on_other_device(k)
     with pytest.raises(DeviceError, match="scaled_dot_product_attention: expected all tensors on one device"):
         run_op(SDPA, q, kd, v)
+
+
+@pytest.mark.parametrize("order", ["default", "heavy first", "in order"])
+def test_query_tile_orders(order, monkeypatch):
+    # A head's query tiles (three of 64 rows here) launch last row first under a causal mask and in
+    # row order otherwise; either order, forced, gives the same results.
+    import nbx_attention.flash_attention as fa
+
+    seen, launch = [], fa.launch
+    if order != "default":
+        monkeypatch.setattr(fa, "_heavy_first", lambda causal: order == "heavy first")
+    monkeypatch.setattr(fa, "launch", lambda kernel, grid, *a, **kw: seen.append((grid[0], kw.get("HEAVY_FIRST")))
+                        or launch(kernel, grid, *a, **kw))
+    q, k, v = qkv(h=2, L=150, S=140)
+    check_op(SDPA, q, k, v, None, 0.0, True)
+    check_op(SDPA, q, k, v, None, 0.0, False)
+    expect = [True, False] if order == "default" else [order == "heavy first"] * 2
+    assert seen == [(3, e) for e in expect]
