@@ -11,9 +11,9 @@ not when a flattened loop, a 4-D descriptor reshaped to 2-D, or a second (tail) 
   and pipeline depths.
 - causal attention: the warp-specialized key loop with the causal mask applied on every key block
   (one loop: a second, masked loop, or a branch that masks only the diagonal block, turns the
-  specialization off), query tiles in launch order or heaviest first. Its output is wrong under
-  Triton 3.6 (relative error 0.19 in results/sweeps/h200-probe-ws.json): the form is a measurement
-  of speed only, and benchmarks/probe_causal.py follows it up.
+  specialization off), query tiles in launch order or heaviest first. Its output is off by a
+  relative error of 0.19 (results/sweeps/h200-probe-ws.json): the form is a measurement of speed
+  only, and benchmarks/probe_causal.py follows it up.
 
 Each variant's output is checked against torch in float32 before it is timed.
 
@@ -37,7 +37,7 @@ CAUSAL_SHAPES = [(4, 32, 4096, 128, "sdpa causal"), (1, 32, 16384, 128, "sdpa lo
 
 @triton.jit
 def _causal_step(q, k_desc, v_desc, start_n, offs_m, m_i, l_i, acc, qk_scale, MASKED: tl.constexpr,
-            BLOCK: tl.constexpr):
+                 BLOCK: tl.constexpr):
     """One key tile of online softmax, masked causally (query rows ``offs_m``) when MASKED."""
     qk = tl.dot(q, k_desc.load([start_n, 0]).T)
     if MASKED:
