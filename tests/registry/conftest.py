@@ -98,9 +98,11 @@ class Site:
 
 @pytest.fixture(autouse=True)
 def clean_state(monkeypatch: pytest.MonkeyPatch):
-    """No NBX_* variable from the caller's shell, and a fresh default registry afterwards."""
+    """No NBX_* variable from the caller's shell, and a fresh default registry before and after
+    (another test in this worker may have loaded the installed plugins into it)."""
     for name in NBX_VARIABLES:
         monkeypatch.delenv(name, raising=False)
+    reset_registry()
     yield
     reset_registry()
 
