@@ -5,12 +5,18 @@ module holding the hook implementations. Discovery is done here, not by pluggy's
 silently skips a second plugin of one name: two distributions declaring one plugin name load
 neither and report a RegistryError naming both.
 
+A plugin in group ``nbx.plugins.opt_in`` is an *opt-in* plugin: it is listed but loads only when a
+preference names it (``NBX_PREFER=aten::relu=acme_relu``) or, with autoload off, the allow-list
+does. A distribution ships there the kernels that replace another plugin's names, so that
+installing it never makes two providers of one name until the user asks for its kernel.
+
 Which plugins load (:class:`RegistryConfig`, mirrored by the CLI flags):
 
 - ``NBX_DISABLE_PLUGINS=a,b`` (``--disable-plugin NAME``): skip these.
 - ``NBX_DISABLE_PLUGIN_AUTOLOAD=1`` (``--no-autoload``): load only ``core`` and the allow-list
   ``NBX_PLUGINS=a,b`` (``--plugins a,b``, which implies ``--no-autoload``).
-- ``NBX_PREFER=aten::gelu=acme,...`` (``--prefer OP=PLUGIN``): choose among duplicate providers.
+- ``NBX_PREFER=aten::gelu=acme,...`` (``--prefer OP=PLUGIN``): choose among duplicate providers;
+  a preference naming an opt-in plugin also loads it.
 
 ``core`` (nbx-core's own ops) always loads. A name in these lists that no installed plugin has, a
 plugin both allowed and disabled, or an allow-list with autoload on, is a RegistryConfigError: a
@@ -29,10 +35,12 @@ from .errors import PluginLoadError, RegistryConfigError, RegistryError
 from .registry import CORE_PLUGIN, PluginInfo, Provenance, Registry, plugin_load_error
 
 ENTRY_POINT_GROUP = "nbx.plugins"
+OPT_IN_GROUP = "nbx.plugins.opt_in"
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"", "0", "false", "no", "off"}
 _DISABLED = "disabled by NBX_DISABLE_PLUGINS / --disable-plugin"
 _NOT_ALLOWED = "disabled: autoload is off and it is not in NBX_PLUGINS / --plugins"
+_OPT_IN = "opt-in: a preference loads it (NBX_PREFER=OP={name} / --prefer OP={name})"
 
 
 def _items(text: str) -> list[str]:
@@ -128,24 +136,28 @@ class RegistryConfig:
             prefer={**self.prefer, **(prefer or {})},
         )
 
-    def disabled_reason(self, name: str) -> str | None:
-        """Why plugin ``name`` is not loaded under this config, or None if it is."""
+    def disabled_reason(self, name: str, opt_in: bool = False) -> str | None:
+        """Why plugin ``name`` (an opt-in plugin if ``opt_in``) is not loaded under this config, or
+        None if it is."""
         if name == CORE_PLUGIN:
             return None
         if name in self.disable:
             return _DISABLED
-        if not self.autoload and name not in self.plugins:
-            return _NOT_ALLOWED
+        if not self.autoload:
+            return None if name in self.plugins else _NOT_ALLOWED
+        if opt_in and name not in self.prefer.values():
+            return _OPT_IN.format(name=name)
         return None
 
 
 @dataclass(frozen=True)
 class DiscoveredPlugin:
-    """An ``nbx.plugins`` entry point and the distribution that declares it."""
+    """An ``nbx.plugins`` (or ``nbx.plugins.opt_in``) entry point and the distribution that declares it."""
 
     entry_point: metadata.EntryPoint
     distribution: str | None
     version: str | None
+    opt_in: bool = False
 
     @property
     def name(self) -> str:
@@ -157,8 +169,8 @@ class DiscoveredPlugin:
 
 
 def discover_plugins(path: Sequence[str] | None = None) -> dict[str, list[DiscoveredPlugin]]:
-    """Plugin name → every entry point declaring it, from the distributions on ``path``
-    (default ``sys.path``). A list longer than one is a clash."""
+    """Plugin name → every entry point declaring it (in either group), from the distributions on
+    ``path`` (default ``sys.path``). A list longer than one is a clash."""
     found: dict[str, list[DiscoveredPlugin]] = {}
     seen: set[str] = set()
     for dist in metadata.distributions(**({} if path is None else {"path": list(path)})):
@@ -167,8 +179,10 @@ def discover_plugins(path: Sequence[str] | None = None) -> dict[str, list[Discov
         if key in seen:  # the same distribution further down the path is shadowed, as importlib does
             continue
         seen.add(key)
-        for entry_point in dist.entry_points.select(group=ENTRY_POINT_GROUP):
-            found.setdefault(entry_point.name, []).append(DiscoveredPlugin(entry_point, name, dist.version))
+        for group, opt_in in ((ENTRY_POINT_GROUP, False), (OPT_IN_GROUP, True)):
+            for entry_point in dist.entry_points.select(group=group):
+                plugin = DiscoveredPlugin(entry_point, name, dist.version, opt_in)
+                found.setdefault(entry_point.name, []).append(plugin)
     return found
 
 
@@ -189,7 +203,7 @@ def load_registry(
         registry.record_plugin(_core_missing())
     for name in sorted(found, key=lambda n: (n != CORE_PLUGIN, n)):
         candidates = found[name]
-        reason = config.disabled_reason(name)
+        reason = config.disabled_reason(name, opt_in=all(c.opt_in for c in candidates))
         if len(candidates) > 1:
             _record_clash(registry, candidates, reason)
         elif reason is not None:

@@ -64,9 +64,10 @@ class Site:
     root: Path
     packages: set[str] = field(default_factory=set)
 
-    def add_dist(self, name: str, version: str, plugins: dict[str, str], modules: dict[str, str]) -> None:
-        """Write distribution ``name`` declaring ``plugins`` (entry name → value) and the
-        ``modules`` (dotted name → source) it ships."""
+    def add_dist(self, name: str, version: str, plugins: dict[str, str], modules: dict[str, str],
+                 opt_in: dict[str, str] | None = None) -> None:
+        """Write distribution ``name`` declaring ``plugins`` and ``opt_in`` plugins (entry name →
+        value) and the ``modules`` (dotted name → source) it ships."""
         for dotted, source in modules.items():
             parts = dotted.split(".")
             self.packages.add(parts[0])
@@ -78,17 +79,23 @@ class Site:
         info = self.root / f"{name.replace('-', '_')}-{version}.dist-info"
         info.mkdir()
         (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
-        entries = "".join(f"{plugin} = {value}\n" for plugin, value in plugins.items())
-        (info / "entry_points.txt").write_text(f"[nbx.plugins]\n{entries}")
+        groups = {"nbx.plugins": plugins, "nbx.plugins.opt_in": opt_in or {}}
+        (info / "entry_points.txt").write_text("".join(
+            f"[{group}]\n" + "".join(f"{plugin} = {value}\n" for plugin, value in entries.items())
+            for group, entries in groups.items() if entries
+        ))
 
-    def add_plugin(self, dist: str, version: str, plugin: str, names: list[str]) -> None:
-        """A distribution with one plugin registering ``names`` onto ``<package>.ops``."""
+    def add_plugin(self, dist: str, version: str, plugin: str, names: list[str], opt_in: bool = False) -> None:
+        """A distribution with one plugin (an opt-in one if ``opt_in``) registering ``names`` onto
+        ``<package>.ops``."""
         package = dist.replace("-", "_")
         functions = {n.split("::")[1].split(".")[0]: n for n in names}
         ops = "".join(f"def {f}(*args):\n    return {n!r}, args\n" for f, n in functions.items())
+        declared = {plugin: f"{package}.plugin"}
         self.add_dist(
-            dist, version, {plugin: f"{package}.plugin"},
+            dist, version, {} if opt_in else declared,
             {f"{package}.plugin": plugin_source(f"{package}.ops", names), f"{package}.ops": ops},
+            opt_in=declared if opt_in else None,
         )
 
     def add_core(self) -> None:

@@ -198,6 +198,52 @@ def test_core_is_loaded_even_when_autoload_is_off_and_not_allowed(three):
     assert statuses(registry)["core"][0] == "loaded"
 
 
+# -- opt-in plugins --------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def opt_in(site):
+    """core, other (aten::relu) and acme_relu, an opt-in plugin replacing aten::relu."""
+    site.add_core()
+    site.add_plugin("other-kernels", "1.0", "other", ["aten::relu"])
+    site.add_plugin("acme-kernels", "0.1.0", "acme_relu", ["aten::relu"], opt_in=True)
+    return site
+
+
+def test_an_opt_in_plugin_is_discovered_listed_and_not_loaded(opt_in):
+    (acme,) = discover_plugins([str(opt_in.root)])["acme_relu"]
+    assert (acme.opt_in, acme.distribution, acme.entry_point.value) == (True, "acme-kernels", "acme_kernels.plugin")
+    registry = load(opt_in, strict=True)  # no DuplicateKernelError: acme_relu is not loaded
+    info = next(p for p in registry.plugins() if p.name == "acme_relu")
+    assert (info.status, info.reason) == (
+        "disabled", "opt-in: a preference loads it (NBX_PREFER=OP=acme_relu / --prefer OP=acme_relu)"
+    )
+    assert registry.resolve("aten::relu").plugin == "other"
+    assert "acme_kernels.plugin" not in sys.modules
+
+
+def test_a_preference_naming_an_opt_in_plugin_loads_it_and_chooses_its_kernel(opt_in):
+    registry = load(opt_in, RegistryConfig(prefer={"aten::relu": "acme_relu"}), strict=True)
+    assert [(e.plugin, e.status) for e in registry.entries() if e.name == "aten::relu"] == [
+        ("acme_relu", "active"), ("other", "overridden")
+    ]
+
+
+def test_an_opt_in_plugin_in_the_allow_list_loads_and_collides_like_any_other(opt_in):
+    config = RegistryConfig(autoload=False, plugins={"acme_relu", "other"})
+    with pytest.raises(DuplicateKernelError, match="aten::relu has 2 providers"):
+        load(opt_in, config, strict=True)
+    config = RegistryConfig(autoload=False, plugins={"acme_relu"}, prefer={"aten::gelu": "other"})
+    assert statuses(load(opt_in, config))["acme_relu"][0] == "loaded"
+
+
+def test_disabling_an_opt_in_plugin_wins_over_a_preference(opt_in):
+    registry = load(opt_in, RegistryConfig(disable={"acme_relu"}, prefer={"aten::relu": "acme_relu"}))
+    assert statuses(registry)["acme_relu"][0] == "disabled"
+    (problem,) = registry.problems()
+    assert "names plugin 'acme_relu' (disabled), which does not provide aten::relu" in str(problem)
+
+
 # -- the environment -------------------------------------------------------------------------------
 
 
