@@ -364,48 +364,62 @@ class Registry:
 
     def explain_missing(self, name: str) -> str:
         """Why ``name`` has no provider, and what would provide it: ``"<name>: <reason>"``."""
+        reason, to_install = self._why_missing(name)
+        return reason if to_install is None else f"{reason} (pip install {to_install})"
+
+    def _why_missing(self, name: str) -> tuple[str, str | None]:
+        """``"<name>: <reason>"``, and the distribution to install when that is the fix."""
         namespace, _, _ = opnames.split_op_name(name, "lookup")
         base = opnames.base_name(name)
         overloads = [key for key in sorted(self._registrations) if key.startswith(base + ".")]
         if overloads:
-            return f"{name}: not registered; registered overloads of {base}: {', '.join(overloads)}"
+            return f"{name}: not registered; registered overloads of {base}: {', '.join(overloads)}", None
         family = opnames.family_of(name)
         if family is None:
             if namespace == "aten":
-                return f"{name}: no installed plugin registers it, and no NBX distribution provides it"
+                return f"{name}: no installed plugin registers it, and no NBX distribution provides it", None
             return (
                 f"{name}: no installed plugin registers it; namespace {namespace!r} is not NBX's: "
                 "install the plugin that defines it"
-            )
+            ), None
         distribution = opnames.distribution_of_family(family)
         wanted = opnames.normalize_distribution(distribution)
         shipped = (p for p in self._plugins if opnames.normalize_distribution(p.distribution or "") == wanted)
         info = next(shipped, None)
         if info is None:
-            return f"{name}: provided by {distribution}, which is not installed (pip install {distribution})"
+            return f"{name}: provided by {distribution}, which is not installed", distribution
         if info.status == "disabled":
-            return f"{name}: provided by {distribution}, whose plugin {info.name!r} is {info.reason}"
+            return f"{name}: provided by {distribution}, whose plugin {info.name!r} is {info.reason}", None
         if info.status == "failed":
-            return f"{name}: provided by {distribution}, whose plugin {info.name!r} failed to load"
+            return f"{name}: provided by {distribution}, whose plugin {info.name!r} failed to load", None
         return (
             f"{name}: provided by {distribution}, but the installed {distribution} {info.version or ''} "
             f"does not register it: upgrade {distribution}"
-        )
+        ), None
 
     def require(self, names: Iterable[str]) -> dict[str, Entry]:
         """Resolve every name (without importing), or raise one UnresolvedOpError listing each
-        name that has no provider or has several and no preference."""
+        name that has no provider or has several and no preference, sorted, and ending with one
+        ``pip install`` line for every distribution that would provide a missing name."""
         found: dict[str, Entry] = {}
-        unresolved: list[str] = []
+        unresolved: dict[str, str] = {}
+        to_install: set[str] = set()
         for name in dict.fromkeys(names):
             try:
                 found[name] = self.resolve(name)
-            except (UnresolvedOpError, DuplicateKernelError) as exc:
-                unresolved.append(str(exc))
+            except DuplicateKernelError as exc:
+                unresolved[name] = str(exc)
+            except UnresolvedOpError:
+                unresolved[name], distribution = self._why_missing(name)
+                to_install.update([distribution] if distribution else [])
         if unresolved:
+            lines = [unresolved[name] for name in sorted(unresolved)]
+            install = ""
+            if to_install:
+                install = f"\nInstall the missing distributions: pip install {' '.join(sorted(to_install))}"
             raise UnresolvedOpError(
                 f"{len(unresolved)} of {len(found) + len(unresolved)} required ops cannot be resolved:\n  "
-                + "\n  ".join(unresolved)
+                + "\n  ".join(lines) + install
             )
         return found
 
@@ -422,16 +436,15 @@ class Registry:
         """Run the kernel for ``name`` on the op's ATen-schema arguments."""
         return self.lookup(name)(*args, **kwargs)
 
-    @staticmethod
-    def _load(name: str, registration: _Registration) -> Callable[..., Any]:
+    def _load(self, name: str, registration: _Registration) -> Callable[..., Any]:
         target = registration.target
         if not isinstance(target, str):
             return target
         shown = name if registration.name == name else f"{name} (registered as {registration.name})"
         where = f"{shown}: kernel target {target!r} of {registration.provenance}"
-        fix = (
-            f"fix or reinstall {registration.provenance.distribution or 'the plugin'}, or {_CHOOSE_HINT}"
-        ).format(name=registration.name)
+        fix = f"fix or reinstall {registration.provenance.distribution or 'the plugin'}"
+        if len(self._registrations[registration.name]) > 1:  # another provider could serve it instead
+            fix += f", or {_CHOOSE_HINT.format(name=registration.name)}"
         module, _, attribute = target.partition(":")
         try:
             kernel: Any = importlib.import_module(module)
