@@ -3,7 +3,9 @@
 A name is ``namespace::op`` or ``namespace::op.overload``, each part a Python identifier
 (``aten::add``, ``aten::add.Tensor``, ``acme::fused_rope``). The op lists in ``nbx_core/oplists/``
 hold op-level names: ``<family>.txt`` for each first-party family and ``core-aten.txt`` for PyTorch's
-Core ATen forward opset. Family ``core`` ships in nbx-core; family F ships as distribution nbx-F.
+Core ATen forward opset. A family's list also holds each overload its plugin registers apart from
+the op (``aten::stft.center``), so that the list is exactly what the plugin registers. Family
+``core`` ships in nbx-core; family F ships as distribution nbx-F.
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ def main() -> int:
         try:
             doc = json.loads(subprocess.run([nbx, "registry", "list", "--format", "json"], capture_output=True,
                                             text=True, check=True).stdout)
-            listed = {o["op"] for o in doc["ops"]}
+            listed = {o["name"] for o in doc["ops"]}
             exact = listed == names(fam) | names("core") and not doc["problems"]
             run = subprocess.run([py, "-c", PROGRAM.format(call=SMOKE[fam])], capture_output=True, text=True)
             ok = exact and run.returncode == 0

@@ -53,7 +53,9 @@ def _from_torch(value: Any, seen: dict[int, NBXTensor]) -> Any:
 
 
 def _kernel(name: str):
-    op = getattr(torch.ops.aten, name.split("::")[1])
+    op_name, _, overload = name.split("::")[1].partition(".")
+    op = getattr(torch.ops.aten, op_name)
+    op = getattr(op, overload) if overload else op
 
     def kernel(*args: Any, **kwargs: Any) -> Any:
         seen: dict[int, NBXTensor] = {}
@@ -65,7 +67,7 @@ def _kernel(name: str):
 
 
 class TorchKernels:
-    """Registers ``names`` (op-level ATen names), each run by torch."""
+    """Registers ``names`` (ATen names, op-level or single overloads), each run by torch."""
 
     def __init__(self, names: Iterable[str]) -> None:
         self.names = tuple(names)
