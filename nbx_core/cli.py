@@ -8,9 +8,10 @@ an unreadable file).
 
 ``nbx run`` belongs to :mod:`nbx_core.graph.cli`, which must define ``add_run_parser(subparsers)``:
 it adds a ``run`` parser (built with ``parents=[registry_options()]`` to take the plugin flags) whose
-defaults set ``func``, a handler ``(args) -> int``. Before any handler runs, ``main`` installs the
-plugin selection of the flags for :func:`nbx_core.registry.get_registry`. That module is imported
-only when the command is ``run``, so auditing never imports the graph runner or kernels.
+defaults set ``func``, a handler ``(args) -> int``, and ``parser``, the parser itself (whose usage
+an unknown flag prints). Before any handler runs, ``main`` installs the plugin selection of the
+flags for :func:`nbx_core.registry.get_registry`. That module is imported only when the command is
+``run``, so auditing never imports the graph runner or kernels.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -33,7 +35,7 @@ from .errors import (
     UnresolvedOpError,
 )
 from .plugins import RegistryConfig, load_registry, parse_preferences, split_names
-from .registry import Entry, Registry, reset_registry
+from .registry import Entry, PluginInfo, Registry, reset_registry
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 JSON_SCHEMA = 1
@@ -71,9 +73,28 @@ def config_from_args(args: argparse.Namespace) -> RegistryConfig:
 # -- output ----------------------------------------------------------------------------------------
 
 
+_MIN_LAST = 12  # a truncated last column keeps at least this many characters
+
+
+def _terminal_width() -> int | None:
+    """The width tables must fit: the terminal's (``COLUMNS`` when set), or None when stdout is not
+    a terminal, so that a table piped to a file or to grep is never cut."""
+    return shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+
+
 def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    cells = [list(headers), *([("" if c is None else str(c)) for c in row] for row in rows)]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    """An aligned table without its empty columns; where the terminal is narrower, the last column
+    (the longest: targets, reasons) is cut to fit, ending in '...'."""
+    cells = [[("" if c is None else str(c)) for c in row] for row in rows]
+    shown = [i for i in range(len(headers)) if not cells or any(row[i] for row in cells)]
+    cells = [[headers[i] for i in shown], *([row[i] for i in shown] for row in cells)]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(shown))]
+    terminal = _terminal_width()
+    if terminal is not None and sum(widths) + 2 * (len(widths) - 1) > terminal:
+        last = max(terminal - sum(widths[:-1]) - 2 * (len(widths) - 1), _MIN_LAST)
+        for row in cells:
+            if len(row[-1]) > last:
+                row[-1] = row[-1][: last - 3] + "..."
     lines = ("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells)
     return "\n".join(line.rstrip() for line in lines)
 
@@ -109,10 +130,6 @@ def _entry_json(entry: Entry) -> dict[str, Any]:
     }
 
 
-def _dist(entry: Entry) -> str:
-    return f"{entry.distribution} {entry.version}" if entry.distribution else "-"
-
-
 def _note(entry: Entry) -> str:
     if entry.preferred:
         return "preferred"
@@ -128,22 +145,40 @@ def _load(args: argparse.Namespace) -> Registry:
 
 def _cmd_list(args: argparse.Namespace) -> int:
     registry = _load(args)
-    if args.plugin is not None and args.plugin not in {p.name for p in registry.plugins()}:
-        names = ", ".join(sorted({p.name for p in registry.plugins()}))
-        raise UsageError(f"--plugin {args.plugin}: no such plugin; plugins: {names}")
+    plugins = {p.name: p for p in registry.plugins()}
+    if args.plugin is not None and args.plugin not in plugins:
+        raise UsageError(f"--plugin {args.plugin}: no such plugin; plugins: {', '.join(sorted(plugins))}")
+    namespaces = sorted({e.namespace for e in registry.entries()})
+    if args.namespace is not None and args.namespace not in namespaces:
+        raise UsageError(f"--namespace {args.namespace}: no registered op is in this namespace; "
+                         f"namespaces: {', '.join(namespaces) or 'none'}")
     entries = [
         e for e in registry.entries()
         if args.plugin in (None, e.plugin) and args.namespace in (None, e.namespace)
     ]
     problems = registry.problems()
-    rows = [(e.op, e.overload, e.plugin, _dist(e), e.target, _note(e)) for e in entries]
+    rows = [(e.name, e.plugin, _note(e), e.target) for e in entries]
     _emit(
         args,
         {"ops": [_entry_json(e) for e in entries], "problems": _problems_json(problems)},
-        lambda: _table(("op", "overload", "plugin", "distribution", "target", "note"), rows),
+        lambda: _table(("op", "plugin", "note", "target"), rows),
     )
+    if not entries:
+        _explain_empty(args, plugins)
     _report(problems)
     return EXIT_PROBLEMS if problems else EXIT_OK
+
+
+def _explain_empty(args: argparse.Namespace, plugins: dict[str, PluginInfo]) -> None:
+    """Say on stderr why ``nbx registry list`` with these filters lists nothing."""
+    info = plugins.get(args.plugin) if args.plugin is not None else None
+    if info is not None and info.status != "loaded":
+        why = info.reason or (type(info.error).__name__ if info.error else info.status)
+        print(f"nbx: plugin {info.name!r} is {info.status}, so it registers nothing: {why}", file=sys.stderr)
+    elif args.plugin is not None and args.namespace is not None:
+        print(f"nbx: plugin {args.plugin!r} registers no op in namespace {args.namespace!r}", file=sys.stderr)
+    elif args.plugin is not None:
+        print(f"nbx: plugin {args.plugin!r} registers no op", file=sys.stderr)
 
 
 def _cmd_plugins(args: argparse.Namespace) -> int:
@@ -246,10 +281,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
     document = {"graph": args.graph, "ops": ops, "unresolved": unresolved}
     document["problems"] = _problems_json(problems)
     rows = [
-        (op["name"], op["count"], op.get("plugin"), op.get("target"), "" if "target" in op else op["status"])
+        (op["name"], op["count"], op.get("plugin"), "" if "target" in op else op["status"], op.get("target"))
         for op in ops
     ]
-    _emit(args, document, lambda: _table(("op", "uses", "plugin", "target", "note"), rows))
+    _emit(args, document, lambda: _table(("op", "uses", "plugin", "note", "target"), rows))
     _report(problems)
     try:
         registry.require(counts)
@@ -271,20 +306,19 @@ def _add_registry_parser(subparsers: Any) -> None:
     listing = commands.add_parser("list", parents=parents, help="every registered op and its provider")
     listing.add_argument("--plugin", metavar="NAME", help="only ops of this plugin")
     listing.add_argument("--namespace", metavar="NS", help="only ops in this namespace (e.g. aten)")
-    listing.set_defaults(func=_cmd_list)
+    listing.set_defaults(func=_cmd_list, parser=listing)
 
-    commands.add_parser("plugins", parents=parents, help="every plugin and its status").set_defaults(
-        func=_cmd_plugins
-    )
+    plugins = commands.add_parser("plugins", parents=parents, help="every plugin and its status")
+    plugins.set_defaults(func=_cmd_plugins, parser=plugins)
 
     coverage = commands.add_parser("coverage", parents=parents, help="which names of an op list are covered")
     coverage.add_argument("--against", required=True, metavar="LIST",
                           help=f"a bundled list ({', '.join(opnames.OPSETS)}) or a file, one name per line")
-    coverage.set_defaults(func=_cmd_coverage)
+    coverage.set_defaults(func=_cmd_coverage, parser=coverage)
 
     check = commands.add_parser("check", parents=parents, help="whether the registry can run a graph")
     check.add_argument("graph", metavar="GRAPH", help="a graph directory (name.nbx)")
-    check.set_defaults(func=_cmd_check)
+    check.set_defaults(func=_cmd_check, parser=check)
 
 
 def _add_run_parser(subparsers: Any, wanted: bool) -> None:
@@ -322,7 +356,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``nbx`` with ``argv`` (default: the process's arguments); returns the exit code."""
     argv = sys.argv[1:] if argv is None else list(argv)
     command = next((a for a in argv if not a.startswith("-")), None)
-    args = build_parser(with_run=command == "run").parse_args(argv)
+    parser = build_parser(with_run=command == "run")
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # the usage of the command that was given them, not nbx's
+        getattr(args, "parser", parser).error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         if hasattr(args, "prefer"):  # the command takes the plugin-selection flags
             args.registry_config = config_from_args(args)

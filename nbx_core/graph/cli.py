@@ -37,7 +37,7 @@ def add_run_parser(subparsers: Any) -> None:
                      help="size of a symbolic dim for generated inputs (default: the exported size)")
     run.add_argument("--seed", type=int, default=0, help="seed of generated inputs (default 0)")
     run.add_argument("--int-high", type=int, default=2, help="generated integer inputs lie in [0, N) (default 2)")
-    run.set_defaults(func=_run)
+    run.set_defaults(func=_run, parser=run)
 
 
 def _pairs(items: list[str], flag: str) -> dict[str, str]:

@@ -53,13 +53,66 @@ def test_list_prints_a_table_and_reports_duplicates_on_stderr(nbx):
     code, out, err = nbx("registry", "list", *SELECT)
     assert code == 1
     lines = out.splitlines()
-    assert lines[0].split() == ["op", "overload", "plugin", "distribution", "target", "note"]
+    assert lines[0].split() == ["op", "plugin", "note", "target"]
     rows = [line.split() for line in lines[1:]]
-    assert ["aten::gelu", "default", "other", "other-kernels", "1.0", "other_kernels.ops:gelu"] in rows
-    assert ["aten::view", "core", "nbx-core", "0.1.0", "fake_core.ops:view"] in rows
-    assert [r[-1] for r in rows if r[0] == "aten::relu"] == ["conflict", "conflict"]
+    assert ["aten::gelu.default", "other", "other_kernels.ops:gelu"] in rows
+    assert ["aten::view", "core", "fake_core.ops:view"] in rows
+    assert [r[2] for r in rows if r[0] == "aten::relu"] == ["conflict", "conflict"]
     assert "nbx:" not in out
     assert err.startswith("nbx: DuplicateKernelError: aten::relu has 2 providers")
+
+
+def test_list_leaves_out_empty_columns(nbx):
+    _, out, _ = nbx("registry", "list", *SELECT, *PREFER, "--plugin", "other")
+    assert out.splitlines() == [
+        "op                  plugin  note        target",
+        "aten::gelu.default  other               other_kernels.ops:gelu",
+        "aten::relu          other   overridden  other_kernels.ops:relu",
+    ]
+    _, out, _ = nbx("registry", "list", *SELECT, "--namespace", "acme")
+    assert out.splitlines()[0].split() == ["op", "plugin", "target"]
+
+
+def test_list_fits_the_terminal_by_cutting_the_target_column(nbx, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "56")
+    _, wide, _ = nbx("registry", "list", *SELECT, *PREFER)  # not a terminal: nothing is cut
+    assert max(map(len, wide.splitlines())) > 56 and "..." not in wide
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    _, out, _ = nbx("registry", "list", *SELECT, *PREFER)
+    lines = out.splitlines()
+    assert max(map(len, lines)) == 56
+    assert lines[1] == "acme::fused_rope    acme                acme_kernels...."
+    assert [line[:40] for line in lines] == [line[:40] for line in wide.splitlines()]
+
+
+def test_an_unknown_flag_prints_the_subcommand_usage(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["registry", "list", "--bogus"])
+    err = capsys.readouterr().err
+    assert info.value.code == 2
+    assert err.startswith("usage: nbx registry list ")
+    assert err.endswith("nbx registry list: error: unrecognized arguments: --bogus\n")
+
+
+def test_an_unknown_namespace_is_a_usage_error_naming_the_namespaces(nbx):
+    code, out, err = nbx("registry", "list", *SELECT, "--namespace", "nosuch")
+    assert (code, out) == (2, "")
+    assert err == "nbx: error: --namespace nosuch: no registered op is in this namespace; namespaces: acme, aten\n"
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--plugins", "acme", "--plugin", "other"],
+         "nbx: plugin 'other' is disabled, so it registers nothing: disabled: autoload is off"),
+        ([*SELECT, *PREFER, "--plugin", "other", "--namespace", "acme"],
+         "nbx: plugin 'other' registers no op in namespace 'acme'"),
+    ],
+)
+def test_an_empty_listing_says_why(nbx, flags, message):
+    code, out, err = nbx("registry", "list", *flags)
+    assert code == 0 and out.splitlines() == ["op  plugin  note  target"]
+    assert err.startswith(message)
 
 
 def test_list_json_schema_is_pinned(nbx):
@@ -207,7 +260,7 @@ def test_check_names_what_a_graph_lacks(nbx, monkeypatch):
     code, out, err = nbx("registry", "check", *SELECT, *PREFER, "model.nbx")
     assert code == 1 and read == ["model.nbx"]
     rows = [line.split() for line in out.splitlines()]
-    assert rows[0] == ["op", "uses", "plugin", "target", "note"]
+    assert rows[0] == ["op", "uses", "plugin", "note", "target"]
     assert rows[1:] == [
         ["aten::conv2d", "2", "missing"],
         ["aten::relu", "1", "acme", "acme_kernels.ops:relu"],

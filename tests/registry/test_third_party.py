@@ -119,7 +119,7 @@ def test_the_cli_refuses_the_collision_and_names_both_providers(rival, acme, run
     assert "DuplicateKernelError: aten::relu has 2 providers" in result.stderr
     assert "acme-kernels 0.1.0" in result.stderr and "other-kernels 1.0" in result.stderr
     relu_rows = [line.split() for line in result.stdout.splitlines() if line.startswith("aten::relu ")]
-    assert [(row[1], row[-1]) for row in relu_rows] == [("acme_relu", "conflict"), ("other", "conflict")]
+    assert [(row[1], row[2]) for row in relu_rows] == [("acme_relu", "conflict"), ("other", "conflict")]
 
 
 @pytest.mark.parametrize(
