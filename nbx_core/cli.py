@@ -82,9 +82,9 @@ def _terminal_width() -> int | None:
     return shutil.get_terminal_size().columns if sys.stdout.isatty() else None
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """An aligned table without its empty columns; where the terminal is narrower, the last column
-    (the longest: targets, reasons) is cut to fit, ending in '...'."""
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """An aligned table of ``rows`` under ``headers``, without its empty columns; where the terminal
+    is narrower, the last column (the longest: targets, reasons) is cut to fit, ending in '...'."""
     cells = [[("" if c is None else str(c)) for c in row] for row in rows]
     shown = [i for i in range(len(headers)) if not cells or any(row[i] for row in cells)]
     cells = [[headers[i] for i in shown], *([row[i] for i in shown] for row in cells)]
@@ -161,7 +161,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
     _emit(
         args,
         {"ops": [_entry_json(e) for e in entries], "problems": _problems_json(problems)},
-        lambda: _table(("op", "plugin", "note", "target"), rows),
+        lambda: format_table(("op", "plugin", "note", "target"), rows),
     )
     if not entries:
         _explain_empty(args, plugins)
@@ -199,7 +199,7 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
         for p in plugins
     ]
     headers = ("plugin", "distribution", "version", "ops", "status", "detail")
-    _emit(args, document, lambda: _table(headers, rows))
+    _emit(args, document, lambda: format_table(headers, rows))
     _report(problems)
     return EXIT_PROBLEMS if problems else EXIT_OK
 
@@ -284,7 +284,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
         (op["name"], op["count"], op.get("plugin"), "" if "target" in op else op["status"], op.get("target"))
         for op in ops
     ]
-    _emit(args, document, lambda: _table(("op", "uses", "plugin", "note", "target"), rows))
+    _emit(args, document, lambda: format_table(("op", "uses", "plugin", "note", "target"), rows))
     _report(problems)
     try:
         registry.require(counts)

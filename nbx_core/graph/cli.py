@@ -3,30 +3,36 @@
 Inputs not given are generated, deterministically (``--seed``): floating inputs from a standard
 normal, integer inputs uniform in [0, --int-high), bool inputs all False (an all-masked row would
 make attention undefined). Symbolic dims take the size the graph was exported with unless
-``--dim name=size`` says otherwise. Reading .npy/.npz never unpickles. The summary (inputs, outputs
-with shape and dtype, times) goes to stdout.
+``--dim name=size`` says otherwise. Reading .npy/.npz never unpickles. The summary goes to stdout:
+the backend and device, the inputs and how each was made, each output's dtype, shape, min, max,
+mean and NaN count (of the magnitude, for complex outputs), and the times, start-up included.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .. import backend
 from .. import dtypes as D
 from ..errors import GraphInputError
 from .format import Graph, TensorSpec
 
+_BACKENDS = {"cpu": "cpu (Triton's interpreter)", "cuda": "cuda", "aot": "aot (compiles kernels, computes nothing)"}
+_IMPORTED = time.perf_counter()
+
 
 def add_run_parser(subparsers: Any) -> None:
-    """Add the ``run`` command (nbx_core.cli's contract: defaults set ``func``)."""
+    """Add the ``run`` command (nbx_core.cli's contract: defaults set ``func`` and ``parser``)."""
     from ..cli import registry_options
 
     run = subparsers.add_parser("run", parents=[registry_options()], help="run an NBX graph",
-                                description=__doc__.split("\n\n", 1)[1],
+                                description=__doc__.split("\n\n", 1)[1].replace("``", ""),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     run.add_argument("graph", metavar="GRAPH", help="a graph directory (name.nbx)")
     run.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
@@ -85,8 +91,36 @@ def _show(shape: tuple[int, ...]) -> str:
     return "[" + ", ".join(map(str, shape)) + "]"
 
 
+def statistics(array: np.ndarray) -> tuple[str, str, str, str]:
+    """min, max, mean and NaN count of an output as ``nbx run`` prints them ('' where one does not
+    apply: an empty array, the NaN count of a non-float); complex values by their magnitude."""
+    if array.size == 0:
+        return "", "", "", ""
+    if array.dtype.kind == "c":
+        array = np.abs(array)
+    if array.dtype.kind in "biu":
+        return str(array.min()), str(array.max()), f"{array.mean(dtype=np.float64):.4g}", ""
+    values = array.astype(np.float64)
+    nans = int(np.isnan(values).sum())
+    if nans == values.size:
+        return "nan", "nan", "nan", str(nans)
+    numbers = values[~np.isnan(values)]
+    return f"{numbers.min():.4g}", f"{numbers.max():.4g}", f"{numbers.mean():.4g}", str(nans)
+
+
+def _since_start() -> float:
+    """Seconds since this process started (Linux's /proc), else since this module was imported."""
+    try:
+        stat = Path("/proc/self/stat").read_text()
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        started = int(stat.rsplit(")", 1)[1].split()[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return time.perf_counter() - _IMPORTED
+    return max(uptime - started, 0.0)
+
+
 def _run(args: argparse.Namespace) -> int:
-    from ..cli import UsageError
+    from ..cli import UsageError, format_table
     from . import load
 
     started = time.perf_counter()
@@ -113,21 +147,28 @@ def _run(args: argparse.Namespace) -> int:
             notes[spec.name] = f"{note}, seed {args.seed}"
     results = prog.run(inputs)
     ran = time.perf_counter()
-    print(f"{args.graph} on {prog.device}: {len(prog.graph.nodes)} nodes")
-    print("inputs:")
-    for spec in prog.inputs:
-        array = inputs[spec.name]
-        print(f"  {spec.name}  {spec.dtype}  {_show(array.shape)}  ({notes[spec.name]})")
-    print("outputs:")
     arrays = {}
     for name, value in results.items():
-        print(f"  {name}  {value.dtype}  {_show(value.shape)}")
         array = value.numpy()
         # npz stores numpy's own dtypes only: bfloat16 and float8 are widened to float32.
         arrays[name] = array.astype(np.float32) if array.dtype.kind == "V" or value.dtype.is_float8 \
             or value.dtype is D.bfloat16 else np.ascontiguousarray(array)
-    print(f"time: load + resolve {loaded - started:.3f} s, run {ran - loaded:.3f} s")
+    print(f"{args.graph}: {len(prog.graph.nodes)} nodes, backend {_BACKENDS[backend.current()]}, "
+          f"device {prog.device}")
+    print()
+    print(format_table(("input", "dtype", "shape", "source"),
+                 [(s.name, s.dtype, _show(inputs[s.name].shape), notes[s.name]) for s in prog.inputs]))
+    print()
+    print(format_table(("output", "dtype", "shape", "min", "max", "mean", "NaN"),
+                 [(name, value.dtype, _show(value.shape), *statistics(arrays[name]))
+                  for name, value in results.items()]))
+    print()
+    total = _since_start()
+    print(f"time: {total:.2f} s in all: start-up {max(total - (ran - started), 0.0):.2f} s, "
+          f"load + resolve {loaded - started:.2f} s, run {ran - loaded:.2f} s")
     if args.output:
         np.savez(Path(args.output), **arrays)
         print(f"wrote {args.output}")
+    else:
+        print("outputs not saved: --output OUT.npz writes them")
     return 0

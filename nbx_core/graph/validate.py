@@ -276,7 +276,7 @@ def read_graph(path: str | Path) -> Graph:
     """Read and validate ``path``/graph.json (weights are checked by :func:`load_weights`)."""
     path = Path(path)
     file = path / GRAPH_FILE
-    if not path.is_dir():
+    if not file.exists():  # not a directory, or a directory that holds no graph
         raise GraphFormatError(f"{path}: not a graph directory (expected {path}/{GRAPH_FILE} and "
                                f"{path}/{WEIGHTS_FILE})")
     try:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from nbx_core import backend
 from nbx_core.cli import main
+from nbx_core.graph.cli import statistics
 from nbx_core.testing import numeric
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "encoder_block.nbx"
@@ -29,11 +32,85 @@ def _core_graph(tmp_path) -> Path:
     return save(doc, {}, tmp_path / "core.nbx")
 
 
+def rows(out: str) -> dict[str, list[str]]:
+    """The summary's table rows by their first cell (cells are two or more spaces apart)."""
+    cells = (re.split(r"\s{2,}", line) for line in out.splitlines() if "  " in line)
+    return {row[0]: row[1:] for row in cells}
+
+
 def test_run_generates_missing_inputs(tmp_path, capsys):
-    assert main(["run", str(_core_graph(tmp_path)), "--device", "cpu"]) == 0
+    graph = _core_graph(tmp_path)
+    assert main(["run", str(graph), "--device", "cpu"]) == 0
     out = capsys.readouterr().out
-    assert "x  float32  [3, 2]  (generated, normal(0, 1), seed 0)" in out
-    assert "c  float32  [2, 3]" in out and "time: load + resolve" in out
+    table = rows(out)
+    assert table["input"] == ["dtype", "shape", "source"]
+    assert table["x"] == ["float32", "[3, 2]", "generated, normal(0, 1), seed 0"]
+    assert table["output"] == ["dtype", "shape", "min", "max", "mean", "NaN"]
+    assert table["c"][:2] == ["float32", "[2, 3]"] and table["c"][-1] == "0"
+
+
+def test_run_names_the_backend_and_the_device(tmp_path, capsys):
+    graph = _core_graph(tmp_path)
+    assert main(["run", str(graph), "--device", "cpu"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    names = {"cpu": "cpu (Triton's interpreter)", "cuda": "cuda", "aot": "aot (compiles kernels, computes nothing)"}
+    assert first == f"{graph}: 2 nodes, backend {names[backend.current()]}, device cpu"
+
+
+def test_run_reports_the_time_since_start_up_and_mentions_output(tmp_path, capsys):
+    assert main(["run", str(_core_graph(tmp_path))]) == 0
+    out = capsys.readouterr().out
+    times = re.search(r"^time: (\S+) s in all: start-up (\S+) s, load \+ resolve (\S+) s, run (\S+) s$", out, re.M)
+    total, start_up, load, run = map(float, times.groups())
+    assert total >= load + run and abs(total - start_up - load - run) < 0.03
+    assert out.endswith("outputs not saved: --output OUT.npz writes them\n")
+
+
+def test_run_prints_each_outputs_statistics(tmp_path, capsys):
+    x = np.array([[1.0, -2.0], [3.5, 0.25], [-7.0, 4.0]], np.float32)
+    np.save(tmp_path / "x.npy", x)
+    assert main(["run", str(_core_graph(tmp_path)), "--input", f"x={tmp_path / 'x.npy'}"]) == 0
+    if numeric():  # the aot backend computes nothing
+        assert rows(capsys.readouterr().out)["c"] == ["float32", "[2, 3]", "-7", "4", "-0.04167", "0"]
+
+
+@pytest.mark.parametrize(
+    ("array", "expected"),
+    [
+        (np.array([1.0, np.nan, -2.5, np.inf], np.float32), ("-2.5", "inf", "inf", "1")),
+        (np.array([np.nan, np.nan]), ("nan", "nan", "nan", "2")),
+        (np.array([[3, -1], [2, 7]], np.int64), ("-1", "7", "2.75", "")),
+        (np.array([True, False, True]), ("False", "True", "0.6667", "")),
+        (np.array([3 + 4j, 0j], np.complex64), ("0", "5", "2.5", "0")),
+        (np.zeros((0, 3), np.float32), ("", "", "", "")),
+    ],
+)
+def test_statistics(array, expected):
+    assert statistics(array) == expected
+
+
+def test_run_help_is_plain_text(capsys):
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    help_text = capsys.readouterr().out
+    assert "``" not in help_text and "(--seed)" in help_text
+
+
+def test_run_with_an_unknown_flag_prints_the_run_usage(tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["run", "model.nbx", "--bogus"])
+    err = capsys.readouterr().err
+    assert info.value.code == 2
+    assert err.startswith("usage: nbx run ") and err.endswith("nbx run: error: unrecognized arguments: --bogus\n")
+
+
+def test_run_on_a_directory_that_holds_no_graph_says_so(tmp_path, capsys):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "notes.md").write_text("not a graph")
+    assert main(["run", str(tmp_path / "docs")]) == 1
+    err = capsys.readouterr().err
+    assert err == (f"nbx: GraphFormatError: {tmp_path / 'docs'}: not a graph directory (expected "
+                   f"{tmp_path / 'docs' / 'graph.json'} and {tmp_path / 'docs' / 'weights.safetensors'})\n")
 
 
 def test_run_reads_inputs_and_writes_npz(tmp_path, capsys):
@@ -42,7 +119,9 @@ def test_run_reads_inputs_and_writes_npz(tmp_path, capsys):
     args = ["run", str(_core_graph(tmp_path)), "--input", f"x={tmp_path / 'x.npy'}",
             "--output", str(tmp_path / "o.npz")]
     assert main(args) == 0
-    assert f"(from {tmp_path / 'x.npy'})" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert rows(out)["x"][-1] == f"from {tmp_path / 'x.npy'}"
+    assert out.endswith(f"wrote {tmp_path / 'o.npz'}\n")
     with np.load(tmp_path / "o.npz", allow_pickle=False) as npz:
         if numeric():  # the aot backend compiles every kernel and runs none
             np.testing.assert_array_equal(npz["c"], x.T)
@@ -64,9 +143,9 @@ def test_readme_command_runs_the_example(capsys):
         if importlib.util.find_spec(f"nbx_{family}") is None:
             pytest.skip(f"needs plugin nbx-{family}, which is not installed")
     assert main(["run", str(EXAMPLE)]) == 0
-    out = capsys.readouterr().out
-    assert "src_key_padding_mask  bool  [2, 8]  (generated, all False, seed 0)" in out
-    assert "layer_norm_1  float32  [2, 8, 32]" in out
+    table = rows(capsys.readouterr().out)
+    assert table["src_key_padding_mask"] == ["bool", "[2, 8]", "generated, all False, seed 0"]
+    assert table["layer_norm_1"][:2] == ["float32", "[2, 8, 32]"]
 
 
 def test_example_matches_torch():
