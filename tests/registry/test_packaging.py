@@ -1,5 +1,6 @@
 """What the distributions declare (license, readme, the nbx-core range plugins accept) and what the
-README promises (its commands, the package description), read from the checkout."""
+documentation promises (the README's commands, the package description, links that lead somewhere),
+read from the checkout."""
 
 from __future__ import annotations
 
@@ -86,3 +87,34 @@ def test_the_readme_run_command_is_quiet_and_ends_in_nbx_run():
     command = bash_block((REPO / "README.md").read_text(), "## Run it")
     assert command.startswith("pip install -q ")
     assert command.endswith("&& nbx run examples/encoder_block.nbx")
+
+
+def anchor(heading: str) -> str:
+    """The anchor a Markdown renderer (GitHub's) gives a heading."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+DOCS = [REPO / "README.md", *sorted(REPO.glob("docs/*.md")), *sorted(REPO.glob("plugins/*/README.md")),
+        EXAMPLE / "README.md"]
+
+
+@pytest.mark.parametrize("page", DOCS, ids=lambda p: p.relative_to(REPO).as_posix())
+def test_relative_links_lead_to_a_file_and_a_heading_that_exist(page):
+    prose = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+    for target in re.findall(r"\]\(([^)\s]+)\)", prose):
+        if target.startswith(("https://", "http://")):
+            continue
+        path, _, fragment = target.partition("#")
+        linked = (page.parent / path).resolve() if path else page
+        assert linked.exists(), f"{page.name}: {target} leads nowhere"
+        if fragment:
+            headings = re.findall(r"^#+ (.+)$", linked.read_text(), flags=re.M)
+            assert fragment in map(anchor, headings), f"{page.name}: {target} names no heading of {linked.name}"
+
+
+@pytest.mark.parametrize("page", DOCS, ids=lambda p: p.relative_to(REPO).as_posix())
+def test_every_page_a_document_names_exists(page):
+    prose = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+    names = set(re.findall(r"[\w./-]+\.md\b", prose))
+    missing = [n for n in names if not (page.parent / n).exists() and not (REPO / n).exists()]
+    assert missing == []
