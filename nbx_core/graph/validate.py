@@ -47,6 +47,7 @@ from .format import (
     SymbolSpec,
     TensorSpec,
     WeightSpec,
+    current_path,
 )
 
 # Ops whose ATen schema returns a fixed number of results: a node declaring another count is
@@ -311,8 +312,12 @@ def parse_document(doc: Any, path: Path) -> Graph:
 
 
 def read_graph(path: str | Path) -> Graph:
-    """Read and validate ``path``/graph.json (weights are checked by :func:`load_weights`)."""
-    path = Path(path)
+    """Read and validate ``path``/graph.json (weights are checked by :func:`load_weights`).
+
+    When a save was killed after moving the old graph aside, ``path`` is absent and the old graph
+    is read from its backup (:func:`~nbx_core.graph.format.current_path`).
+    """
+    path = current_path(Path(path))
     if not path.is_dir():
         raise GraphFormatError(f"{path}: not a graph directory (expected {path}/{GRAPH_FILE} and "
                                f"{path}/{WEIGHTS_FILE})")
@@ -333,6 +338,15 @@ def read_json(file: Path) -> Any:
         return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except (json.JSONDecodeError, ValueError, RecursionError) as exc:
         raise GraphFormatError(f"{file}: not valid JSON: {exc}; re-export the graph") from None
+
+
+def is_graph_file(file: Path) -> bool:
+    """Whether ``file`` is JSON that declares the nbx-graph format (valid or not otherwise)."""
+    try:
+        doc = read_json(file)
+    except GraphFormatError:
+        return False
+    return isinstance(doc, dict) and doc.get("format") == FORMAT
 
 
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
