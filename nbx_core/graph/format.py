@@ -199,8 +199,10 @@ def backup_path(path: Path) -> Path:
 def current_path(path: Path) -> Path:
     """The directory that holds the graph saved at ``path``: ``path``, or its backup when a save was
     interrupted between moving the old graph aside and moving the new one in."""
+    if os.path.lexists(path) or not path.name:
+        return path
     backup = backup_path(path)
-    return backup if not os.path.lexists(path) and backup.is_dir() else path
+    return backup if backup.is_dir() else path
 
 
 def save(document: Mapping[str, Any], weights: Mapping[str, np.ndarray], path: str | Path) -> Path:
@@ -214,6 +216,8 @@ def save(document: Mapping[str, Any], weights: Mapping[str, np.ndarray], path: s
     from .validate import check_weights, parse_document
 
     path = Path(path)
+    if not path.name:  # "." or "..": the backup and temporary names need the directory's own name
+        path = path.resolve()
     graph = parse_document(document, path)
     given = {key: (dtype_of(a.dtype).name, tuple(a.shape)) for key, a in weights.items()}
     check_weights(graph, given, "given to save()")
@@ -221,8 +225,8 @@ def save(document: Mapping[str, Any], weights: Mapping[str, np.ndarray], path: s
         text = json.dumps(document, indent=1, allow_nan=False) + "\n"
     except (TypeError, ValueError, RecursionError) as exc:
         raise GraphFormatError(f"{path / GRAPH_FILE}: the document cannot be written as JSON: {exc}") from None
-    backup = backup_path(path)
     _check_replaceable(path, path)
+    backup = backup_path(path)
     _check_replaceable(backup, path)
     dtypes = {w.key: w.dtype for w in graph.weights}
     path.parent.mkdir(parents=True, exist_ok=True)

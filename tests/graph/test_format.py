@@ -186,3 +186,14 @@ def test_save_refuses_a_document_json_cannot_hold(tmp_path, doc):
     with pytest.raises(GraphFormatError, match=r"g\.nbx/graph\.json: the document cannot be written as JSON"):
         save(doc, base_weights(), tmp_path / "g.nbx")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_dot_paths_are_read_and_refused_by_name(tmp_path, doc, monkeypatch):
+    path = write(tmp_path / "g.nbx", doc)
+    monkeypatch.chdir(path)
+    assert _nodes(".") == ["mul", "add", "relu"]
+    write(".", _smaller(doc))  # the graph the working directory is: replaced like any other
+    assert _nodes(path) == ["mul", "add"]
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ExportError, match=r"is a directory that is not an NBX graph \(it holds g\.nbx\)"):
+        write(".", doc)
