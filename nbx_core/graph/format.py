@@ -252,22 +252,21 @@ def save(document: Mapping[str, Any], weights: Mapping[str, np.ndarray], path: s
 def _swap(new: Path, path: Path, backup: Path) -> None:
     """Move the complete graph ``new`` to ``path``; at every instant :func:`current_path` names a
     complete graph: the old one (at ``path``, then at ``backup``), then the new one at ``path``."""
-    if os.path.lexists(path):
-        if os.path.lexists(backup):
-            _discard(backup, path)  # left by a save killed after its swap: ``path`` is newer and complete
-        os.rename(path, backup)
+    moved_aside = False
+    try:
+        if os.path.lexists(path):
+            if os.path.lexists(backup):
+                _discard(backup, path)  # left by a save killed after its swap: ``path`` is newer and complete
+            os.rename(path, backup)
+            moved_aside = True
+        os.rename(new, path)
+    except BaseException:
         try:
-            os.rename(new, path)
-        except BaseException:
-            os.rename(backup, path)
+            if moved_aside and not os.path.lexists(path):
+                os.rename(backup, path)
+        finally:
             shutil.rmtree(new, ignore_errors=True)
-            raise
-    else:
-        try:
-            os.rename(new, path)
-        except BaseException:
-            shutil.rmtree(new, ignore_errors=True)
-            raise
+        raise
     _fsync_dir(path.parent)
     if os.path.lexists(backup):
         _discard(backup, path)

@@ -197,3 +197,21 @@ def test_dot_paths_are_read_and_refused_by_name(tmp_path, doc, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ExportError, match=r"is a directory that is not an NBX graph \(it holds g\.nbx\)"):
         write(".", doc)
+
+
+@pytest.mark.parametrize("refused", ["moving the old graph aside", "moving the new graph in"])
+def test_a_save_whose_rename_fails_keeps_the_old_graph_and_leaves_no_debris(tmp_path, doc, monkeypatch, refused):
+    path = write(tmp_path / "g.nbx", doc)
+    rename = os.rename
+
+    def refusing(src, dst):
+        if str(dst).endswith(".old") if refused == "moving the old graph aside" else str(src).endswith(".tmp"):
+            raise PermissionError(f"cannot rename {src}")
+        rename(src, dst)
+
+    monkeypatch.setattr(os, "rename", refusing)
+    with pytest.raises(PermissionError):
+        write(path, _smaller(doc))
+    monkeypatch.undo()
+    assert _nodes(path) == ["mul", "add", "relu"]
+    assert [p.name for p in tmp_path.iterdir()] == ["g.nbx"]
