@@ -309,7 +309,8 @@ def _check_replaceable(target: Path, path: Path) -> None:
     fix = (f"nothing was written. Save to another path, or move or delete {target} yourself if it is meant to be "
            "replaced")
     if target.is_symlink() or not target.is_dir():
-        raise ExportError(f"{path}: cannot save the graph there: {target} exists and is not a directory; {fix}")
+        what = "a symbolic link" if target.is_symlink() else "not a directory"
+        raise ExportError(f"{path}: cannot save the graph there: {target} exists and is {what}; {fix}")
     try:
         entries = sorted(entry.name for entry in target.iterdir())
     except OSError as exc:
