@@ -270,7 +270,7 @@ def parse_document(doc: Any, path: Path) -> Graph:
     for i, raw in enumerate(raw_nodes):
         name = _get(raw, "name", str, f"{file}: node {i}")
         op = _get(raw, "op", str, f"{file}: node {i} {_show(name)}")
-        where = f"{file}: node {i} {_show(name)} ({_show(op)[1:-1]})"
+        where = f"{file}: node {i} {_show(name)} ({op if len(op) <= 120 else op[:100] + '...'})"
         try:
             opnames.split_op_name(op, where)
         except InvalidOpNameError as exc:
