@@ -25,6 +25,7 @@ from .errors import (
     GraphFormatError,
     GraphInputError,
     GraphReferenceError,
+    GraphSymbolError,
     GraphVersionError,
     GraphWeightsError,
     IndexOutOfRangeError,
@@ -49,7 +50,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BackendError", "DeviceError", "DuplicateKernelError", "ExportError", "GraphArityError", "GraphError",
-    "GraphFormatError", "GraphInputError", "GraphReferenceError", "GraphVersionError", "GraphWeightsError",
+    "GraphFormatError", "GraphInputError", "GraphReferenceError", "GraphSymbolError", "GraphVersionError",
+    "GraphWeightsError",
     "IndexOutOfRangeError", "InvalidOpNameError", "InvalidTargetError", "KernelImportError", "NbxError",
     "NbxTypeError", "NbxValueError", "OutOfMemoryError", "PluginLoadError", "RegistryConfigError",
     "RegistryError", "ShapeError", "UnresolvedOpError", "__version__", "hookimpl",

@@ -106,3 +106,8 @@ class GraphWeightsError(GraphError):
 
 class GraphInputError(GraphError):
     """Inputs given to a program do not match its declared names, dtypes or shapes."""
+
+
+class GraphSymbolError(GraphError):
+    """A symbolic size in a graph has no value for the dims a run's inputs bind (division by zero, a
+    result beyond 2**62, a symbol no input binds)."""

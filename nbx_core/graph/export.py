@@ -36,6 +36,7 @@ from ..errors import DuplicateKernelError, ExportError, NbxError, UnresolvedOpEr
 from ..registry import Registry, get_registry
 from . import aliases
 from .format import FORMAT, VERSION, ref, save, scalar, sym
+from .symbolic import LIMIT
 
 _KIND = {InputKind.PARAMETER: "parameter", InputKind.BUFFER: "buffer", InputKind.CONSTANT_TENSOR: "constant"}
 _SYM_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
@@ -86,6 +87,18 @@ class _Availability:
             return f"{name}: not in the given list of available ops"
         return self.registry.explain_missing(name)
 
+    def advice(self, names: Iterable[str]) -> str:
+        """What would make ``names`` runnable: the one line that ends the missing-ops error."""
+        if self.registry is None:
+            return ("Add them to available= if the installation the graph is for provides them, or register kernels "
+                    "for them (docs/plugins.md)")
+        families = {opnames.family_of(name) for name in names} - {None}
+        if not families:
+            return "No NBX distribution provides them: register kernels for them in a plugin (docs/plugins.md)"
+        distributions = " ".join(sorted(opnames.distribution_of_family(f) for f in families))  # type: ignore[arg-type]
+        return (f"Install or upgrade the NBX distributions that provide them (pip install -U {distributions}), or "
+                "register kernels for these names (docs/plugins.md)")
+
 
 class _Exporter:
     def __init__(self, ep: ExportedProgram, can_run: _Availability) -> None:
@@ -108,10 +121,11 @@ class _Exporter:
             if not name.isidentifier() or name in table:
                 name = str(symbol)
             self.symbols[symbol] = name
-            upper = None if bounds.upper.is_infinite else int(bounds.upper)
-            hints = getattr(shape_env, "backed_var_to_val", None) or getattr(shape_env, "var_to_val", {})
-            example = hints.get(symbol)
-            table[name] = {"min": max(0, int(bounds.lower)), "max": upper,
+            # torch writes "no bound" as +-int_oo (not an Integer) or as a huge int
+            upper = int(bounds.upper) if bounds.upper.is_Integer and int(bounds.upper) <= LIMIT else None
+            lower = max(0, int(bounds.lower)) if bounds.lower.is_Integer else 0
+            example = _hints(shape_env).get(symbol)
+            table[name] = {"min": lower, "max": upper,
                            "example": None if example is None else int(example)}
         return table
 
@@ -322,8 +336,7 @@ class _Exporter:
             listed = "\n  ".join(f"{self.can_run.why(op)} [needed by {len(names)} node(s), first {names[0]!r}]; "
                                  "torch has no decomposition for it" for op, names in self.missing.items())
             raise ExportError(f"{len(self.missing)} ops have no kernel in the registry and no decomposition, so the "
-                              f"graph cannot run on NBX:\n  {listed}\nInstall the plugins named, or register kernels "
-                              "for these names")
+                              f"graph cannot run on NBX:\n  {listed}\n{self.can_run.advice(self.missing)}")
         output_node = next(n for n in ep.graph.nodes if n.op == "output")
         outputs, mutations = [], []
         for out_node, spec, value in zip(output_node.args[0], sig.output_specs, result, strict=True):
@@ -351,6 +364,16 @@ class _Exporter:
 
 _SYM_OPS = {torch.ops.aten.sym_size.int, torch.ops.aten.sym_numel.default, torch.ops.aten.sym_stride.int,
             torch.ops.aten.sym_storage_offset.default}
+
+
+def _hints(shape_env: Any) -> Mapping[Any, Any]:
+    """Symbol -> the size the export traced with. torch renamed ShapeEnv's ``var_to_val`` to
+    ``backed_var_to_val``, keeping the old name as an alias that warns; older torch has only it."""
+    if shape_env is None:
+        return {}
+    if hasattr(shape_env, "backed_var_to_val"):
+        return shape_env.backed_var_to_val
+    return getattr(shape_env, "var_to_val", {})
 
 
 def _node_args(node: fx.Node) -> list[fx.Node]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,7 @@ from .format import (
     SymbolSpec,
     TensorSpec,
     WeightSpec,
+    current_path,
 )
 
 # Ops whose ATen schema returns a fixed number of results: a node declaring another count is
@@ -61,6 +63,11 @@ _ARITY_OVERLOADS: dict[str, int] = {"aten::max.dim": 2, "aten::min.dim": 2}
 
 _FLOATS = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 
+# graph.json nests about 8 levels deep (document, nodes, node, args, list, tagged value, ...).
+# Deeper documents are refused before the JSON parser or the validator recurse into them.
+MAX_NESTING = 64
+_TOP_LEVEL = ("format", "version", "producer", "symbols", "inputs", "weights", "nodes", "outputs", "mutations")
+
 
 def _fail(cls: type[Exception], where: str, message: str) -> Exception:
     return cls(f"{where}: {message}")
@@ -74,32 +81,49 @@ def _get(obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
     value = obj[key]
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-        raise _fail(GraphFormatError, where, f"{key!r} must be a JSON {names}, got {value!r}")
+        raise _fail(GraphFormatError, where, f"{key!r} must be a JSON {names}, got {_show(value)}")
     return value
 
 
 def _dtype(name: Any, where: str) -> str:
+    if not isinstance(name, str):
+        raise _fail(GraphFormatError, where, f"a dtype is named by a string, got {_show(name)}")
     try:
         return D.from_name(name).name
     except NbxTypeError as exc:
         raise _fail(GraphFormatError, where, str(exc)) from None
 
 
-def _shape(raw: Any, where: str, symbols: Mapping[str, SymbolSpec]) -> tuple[int | symbolic.Expr, ...]:
+def _size(value: Any) -> bool:
+    """Whether ``value`` is a literal size: an int in 0..2**62."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= symbolic.LIMIT
+
+
+def _shape(raw: Any, where: str, symbols: Mapping[str, SymbolSpec] | None) -> tuple[int | symbolic.Expr, ...]:
+    """A declared shape; ``symbols`` None allows ints only (weights)."""
+    kinds = "ints in 0..2**62" if symbols is None else "ints in 0..2**62 and symbolic expressions"
     if not isinstance(raw, list):
-        raise _fail(GraphFormatError, where, f"shape must be a list of ints and expressions, got {raw!r}")
+        raise _fail(GraphFormatError, where, f"shape must be a list of {kinds}, got {_show(raw)}")
     dims: list[int | symbolic.Expr] = []
-    for dim in raw:
-        if isinstance(dim, int) and not isinstance(dim, bool) and dim >= 0:
+    for axis, dim in enumerate(raw):
+        if _size(dim):
             dims.append(dim)
             continue
-        expr = symbolic.parse(dim, f"{where}: shape {raw}")
+        if symbols is None or not isinstance(dim, str):
+            raise _fail(GraphFormatError, where, f"shape {_show(raw)}: dim {axis} is {_show(dim)}, not one of {kinds}")
+        expr = symbolic.parse(dim, f"{where}: dim {axis}")
         unknown = sorted(expr.symbols - symbols.keys())
         if unknown:
-            raise _fail(GraphFormatError, where, f"shape {raw} uses undeclared symbols {unknown}: "
+            raise _fail(GraphFormatError, where, f"shape {_show(raw)} uses undeclared symbols {unknown}: "
                         "declare them under \"symbols\"")
         dims.append(expr)
     return tuple(dims)
+
+
+def _show(value: Any) -> str:
+    """``repr`` cut to a readable length: hostile documents hold megabyte values."""
+    text = repr(value)
+    return text if len(text) <= 120 else f"{text[:100]}... ({len(text)} characters)"
 
 
 class _Decoder:
@@ -109,13 +133,15 @@ class _Decoder:
                  symbols: Mapping[str, SymbolSpec]) -> None:
         self.file, self.defined, self.later, self.symbols = file, defined, later, symbols
 
-    def value(self, obj: Any, where: str) -> Any:
+    def value(self, obj: Any, where: str, depth: int = 0) -> Any:
         if obj is None or isinstance(obj, bool | int | float | str):
             return obj
+        if depth >= MAX_NESTING:
+            raise _fail(GraphFormatError, where, f"argument nested deeper than {MAX_NESTING} levels")
         if isinstance(obj, list):
-            return [self.value(v, where) for v in obj]
+            return [self.value(v, where, depth + 1) for v in obj]
         if not isinstance(obj, dict) or len(obj) != 1:
-            raise _fail(GraphFormatError, where, f"argument {obj!r} is not a value of the format "
+            raise _fail(GraphFormatError, where, f"argument {_show(obj)} is not a value of the format "
                         "(null, bool, number, string, list, or one of {ref|sym|dtype|device|layout|"
                         "memory_format|float|complex: ...})")
         (tag, body), = obj.items()
@@ -125,7 +151,7 @@ class _Decoder:
             expr = symbolic.parse(body, where)
             unknown = sorted(expr.symbols - self.symbols.keys())
             if unknown:
-                raise _fail(GraphFormatError, where, f"symbolic int {body!r} uses undeclared symbols {unknown}")
+                raise _fail(GraphFormatError, where, f"symbolic int {_show(body)} uses undeclared symbols {unknown}")
             return Sym(expr)
         if tag == "dtype":
             return D.from_name(_dtype(body, where))
@@ -133,28 +159,29 @@ class _Decoder:
             return DeviceArg(body)
         if tag in ("layout", "memory_format") and isinstance(body, str):
             return body  # kernels read these by name ("strided", "contiguous_format")
-        if tag == "float" and body in _FLOATS:
+        if tag == "float" and isinstance(body, str) and body in _FLOATS:
             return _FLOATS[body]
         if tag == "complex" and isinstance(body, list) and len(body) == 2:
-            real, imag = (self.value(v, where) for v in body)
-            return complex(real, imag)
-        raise _fail(GraphFormatError, where, f"argument {obj!r} has an unknown tag or a malformed body")
+            parts = [self.value(v, where, depth + 1) for v in body]
+            if all(isinstance(p, int | float) and not isinstance(p, bool) for p in parts):
+                return complex(*parts)
+        raise _fail(GraphFormatError, where, f"argument {_show(obj)} has an unknown tag or a malformed body")
 
     def reference(self, name: Any, where: str) -> Ref:
         if not isinstance(name, str):
-            raise _fail(GraphFormatError, where, f"a ref names a value by string, got {name!r}")
+            raise _fail(GraphFormatError, where, f"a ref names a value by string, got {_show(name)}")
         if name not in self.defined:
             if name in self.later:
                 hint = f"it is defined later, by node {self.later[name]}: nodes must be in execution order"
             else:
                 hint = "no input, weight or earlier node output has that name"
-            raise _fail(GraphReferenceError, where, f"refers to undefined value {name!r}; {hint}")
+            raise _fail(GraphReferenceError, where, f"refers to undefined value {_show(name)}; {hint}")
         return Ref(name)
 
 
 def _define(defined: dict[str, str], name: Any, what: str, where: str) -> str:
     if not isinstance(name, str) or not name:
-        raise _fail(GraphFormatError, where, f"a value name must be a non-empty string, got {name!r}")
+        raise _fail(GraphFormatError, where, f"a value name must be a non-empty string, got {_show(name)}")
     if name in defined:
         raise _fail(GraphFormatError, where, f"value {name!r} is defined twice (first as {defined[name]}); "
                     "every value name must be unique")
@@ -167,15 +194,15 @@ def _symbols(raw: Any, file: Path) -> dict[str, SymbolSpec]:
         raise _fail(GraphFormatError, f"{file}: symbols", "must be an object of name -> {min, max, example}")
     symbols = {}
     for name, spec in raw.items():
-        where = f"{file}: symbol {name!r}"
-        if not name.isidentifier():
+        where = f"{file}: symbol {_show(name)}"
+        if not isinstance(name, str) or not name.isidentifier():
             raise _fail(GraphFormatError, where, "a symbol name must be an identifier")
         if not isinstance(spec, dict):
             raise _fail(GraphFormatError, where, "must be an object {min, max, example}")
         bounds = {k: spec.get(k) for k in ("min", "max", "example")}
         for key, value in bounds.items():
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
-                raise _fail(GraphFormatError, where, f"{key} must be a non-negative int or null, got {value!r}")
+            if value is not None and not _size(value):
+                raise _fail(GraphFormatError, where, f"{key} must be an int in 0..2**62 or null, got {_show(value)}")
         low = bounds["min"] or 0
         if bounds["max"] is not None and bounds["max"] < low:
             raise _fail(GraphFormatError, where, f"max {bounds['max']} is below min {low}")
@@ -184,13 +211,11 @@ def _symbols(raw: Any, file: Path) -> dict[str, SymbolSpec]:
 
 
 def _tensor_specs(raw: Any, key: str, file: Path, symbols: Mapping[str, SymbolSpec]) -> list[tuple[str, Any, Any]]:
-    if not isinstance(raw, list):
-        raise _fail(GraphFormatError, f"{file}: {key}", "must be a list")
     out = []
     for i, spec in enumerate(raw):
         where = f"{file}: {key}[{i}]"
         name = _get(spec, "name", str, where)
-        where = f"{file}: {key[:-1]} {name!r}"
+        where = f"{file}: {key[:-1]} {_show(name)}"
         out.append((name, _dtype(_get(spec, "dtype", str, where), where),
                     _shape(_get(spec, "shape", list, where), where, symbols)))
     return out
@@ -202,12 +227,21 @@ def parse_document(doc: Any, path: Path) -> Graph:
     if not isinstance(doc, dict):
         raise _fail(GraphFormatError, str(file), f"expected a JSON object, got {type(doc).__name__}")
     if doc.get("format") != FORMAT:
-        raise _fail(GraphVersionError, str(file), f"format is {doc.get('format')!r}, not {FORMAT!r}: "
+        raise _fail(GraphVersionError, str(file), f"format is {_show(doc.get('format'))}, not {FORMAT!r}: "
                     "this is not an NBX graph")
     version = doc.get("version")
-    if version != VERSION:
-        raise _fail(GraphVersionError, str(file), f"schema version {version!r} is not supported: this NBX reads "
-                    f"version {VERSION}; re-export the graph with this NBX, or upgrade nbx-core")
+    if version != VERSION or isinstance(version, bool | float):
+        raise _fail(GraphVersionError, str(file), f"schema version {_show(version)} is not supported: this NBX "
+                    f"reads version {VERSION}; re-export the graph with this NBX, or upgrade nbx-core")
+    unknown = [key for key in doc if key not in _TOP_LEVEL]
+    if unknown:
+        raise _fail(GraphFormatError, str(file), f"unknown keys {_show(unknown)}: a version {VERSION} graph holds "
+                    f"{', '.join(_TOP_LEVEL)}")
+    producer = doc.get("producer", {})
+    if not isinstance(producer, dict) or not all(
+            isinstance(k, str) and (v is None or isinstance(v, bool | int | float | str)) for k, v in producer.items()):
+        raise _fail(GraphFormatError, f"{file}: producer", f"must be an object of names to strings or numbers, got "
+                    f"{_show(producer)}")
     symbols = _symbols(doc.get("symbols", {}), file)
     defined: dict[str, str] = {}
     inputs = []
@@ -221,7 +255,7 @@ def parse_document(doc: Any, path: Path) -> Graph:
         kind = _get(spec, "kind", str, where)
         if kind not in WEIGHT_KINDS:
             raise _fail(GraphFormatError, where, f"kind {kind!r} is not one of {', '.join(WEIGHT_KINDS)}")
-        shape = _shape(_get(spec, "shape", list, where), where, {})
+        shape = _shape(_get(spec, "shape", list, where), where, None)
         weights.append(WeightSpec(name, _get(spec, "key", str, where), kind,
                                   _dtype(_get(spec, "dtype", str, where), where), shape))  # type: ignore[arg-type]
 
@@ -235,14 +269,19 @@ def parse_document(doc: Any, path: Path) -> Graph:
     nodes = []
     for i, raw in enumerate(raw_nodes):
         name = _get(raw, "name", str, f"{file}: node {i}")
-        op = _get(raw, "op", str, f"{file}: node {i} {name!r}")
-        where = f"{file}: node {i} {name!r} ({op})"
+        op = _get(raw, "op", str, f"{file}: node {i} {_show(name)}")
+        where = f"{file}: node {i} {_show(name)} ({op if len(op) <= 120 else op[:100] + '...'})"
         try:
             opnames.split_op_name(op, where)
         except InvalidOpNameError as exc:
             raise GraphFormatError(str(exc)) from None
-        args = tuple(decoder.value(_get(raw, "args", list, where), where))
-        kwargs = {k: decoder.value(v, f"{where}: kwarg {k!r}") for k, v in _get(raw, "kwargs", dict, where).items()}
+        args = tuple(decoder.value(a, f"{where}: arg {j}") for j, a in enumerate(_get(raw, "args", list, where)))
+        raw_kwargs = _get(raw, "kwargs", dict, where)
+        kwargs = {}
+        for key, value in raw_kwargs.items():
+            if not isinstance(key, str) or not key.isidentifier():
+                raise _fail(GraphFormatError, where, f"kwarg name {_show(key)} is not an identifier")
+            kwargs[key] = decoder.value(value, f"{where}: kwarg {key!r}")
         outputs = _get(raw, "outputs", list, where)
         expected = _ARITY_OVERLOADS.get(op, ARITY.get(opnames.base_name(op)))
         if expected is not None and len(outputs) != expected:
@@ -260,7 +299,7 @@ def parse_document(doc: Any, path: Path) -> Graph:
     mutations = []
     buffers = {w.key for w in weights if w.kind == "buffer"}
     input_names = {s.name for s in inputs}
-    for i, raw in enumerate(doc.get("mutations", [])):
+    for i, raw in enumerate(_get(doc, "mutations", list, str(file)) if "mutations" in doc else []):
         where = f"{file}: mutations[{i}]"
         value = decoder.reference(_get(raw, "value", str, where), where).name
         kind, target = _get(raw, "kind", str, where), _get(raw, "target", str, where)
@@ -273,25 +312,63 @@ def parse_document(doc: Any, path: Path) -> Graph:
 
 
 def read_graph(path: str | Path) -> Graph:
-    """Read and validate ``path``/graph.json (weights are checked by :func:`load_weights`)."""
-    path = Path(path)
-    file = path / GRAPH_FILE
-    if not file.exists():  # not a directory, or a directory that holds no graph
+    """Read and validate ``path``/graph.json (weights are checked by :func:`load_weights`).
+
+    When a save was killed after moving the old graph aside, ``path`` is absent and the old graph
+    is read from its backup (:func:`~nbx_core.graph.format.current_path`).
+    """
+    path = current_path(Path(path))
+    if not (path / GRAPH_FILE).is_file():  # not a directory, or a directory that holds no graph
         raise GraphFormatError(f"{path}: not a graph directory (expected {path}/{GRAPH_FILE} and "
                                f"{path}/{WEIGHTS_FILE})")
+    return parse_document(read_json(path / GRAPH_FILE), path)
+
+
+def read_json(file: Path) -> Any:
+    """Parse ``file`` as JSON, refusing what the parsers would recurse on without bound."""
     try:
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise GraphFormatError(f"{file}: cannot read it: {exc}") from None
+    depth = _nesting(text)
+    if depth > MAX_NESTING:
+        raise GraphFormatError(f"{file}: nested {depth} levels deep; a graph nests at most {MAX_NESTING} levels: this "
+                               "is not an NBX graph, or a damaged one: re-export the graph")
     try:
-        doc = json.loads(text, parse_constant=_reject_constant)
-    except (json.JSONDecodeError, ValueError) as exc:
+        return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+    except (json.JSONDecodeError, ValueError, RecursionError) as exc:
         raise GraphFormatError(f"{file}: not valid JSON: {exc}; re-export the graph") from None
-    return parse_document(doc, path)
+
+
+def is_graph_file(file: Path) -> bool:
+    """Whether ``file`` is JSON that declares the nbx-graph format (valid or not otherwise)."""
+    try:
+        doc = read_json(file)
+    except GraphFormatError:
+        return False
+    return isinstance(doc, dict) and doc.get("format") == FORMAT
+
+
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+def _nesting(text: str) -> int:
+    """The deepest nesting of arrays and objects in JSON ``text`` (brackets inside strings skipped)."""
+    brackets = np.frombuffer(_NOT_BRACKET.sub("", _STRING.sub("", text)).encode(), np.uint8)
+    opens = (brackets == ord("[")) | (brackets == ord("{"))
+    return int(np.cumsum(np.where(opens, 1, -1)).max(initial=0))
 
 
 def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON (non-finite floats are written {{\"float\": \"inf\"}})")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is beyond float64 (non-finite floats are written {{\"float\": \"inf\"}})")
+    return value
 
 
 def _first_user(graph: Graph, value: str) -> str:

@@ -72,7 +72,8 @@ def test_not_a_directory(tmp_path):
 def test_undefined_value(graph):
     _rewrite(graph, lambda d: d["nodes"][1]["args"].__setitem__(1, {"ref": "bias"}))
     with pytest.raises(GraphReferenceError,
-                       match=r"graph\.json: node 1 'add' \(aten::add\.Tensor\): refers to undefined value 'bias'"):
+                       match=r"graph\.json: node 1 'add' \(aten::add\.Tensor\): arg 1: refers to undefined value "
+                             "'bias'"):
         read_graph(graph)
 
 
