@@ -9,7 +9,9 @@ write. Buffer mutations recorded by torch.export update the program's stored buf
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from .. import backend
@@ -166,6 +168,9 @@ class Program:
         self._frees = plan_frees(graph)
         self._producers = {name: node for node in graph.nodes for name in node.outputs if name is not None}
         self._buffers = {key: self._to_device(from_numpy(array)) for key, array in weights.items()}
+        # Runs of a graph that updates its buffers are serialised; other runs share nothing they write.
+        stateful = any(m.kind == "buffer" for m in graph.mutations)
+        self._buffer_lock: AbstractContextManager[Any] = threading.Lock() if stateful else nullcontext()
 
     # -- declaration ---------------------------------------------------------------------------------
     @property
@@ -195,8 +200,9 @@ class Program:
     def run(self, inputs: Mapping[str, Any]) -> dict[str, NBXTensor]:
         """Run on ``inputs`` (name -> tensor); returns output name -> NBXTensor.
 
-        The aot backend computes no values, so there this raises BackendError (see
-        :meth:`check_compiles`).
+        Several threads may run one program at the same time; a program whose graph mutates buffers
+        runs one call at a time, so that each run reads the buffers the previous one wrote. The aot
+        backend computes no values, so there this raises BackendError (see :meth:`check_compiles`).
         """
         env, dims = self._bind_inputs(inputs)
         if backend.current() == "aot":
@@ -253,20 +259,21 @@ class Program:
         return env, dims
 
     def _execute_all(self, inputs: dict[str, Any], dims: _Dims) -> dict[str, NBXTensor]:
-        env = {w.name: self._buffers[w.key] for w in self.graph.weights} | inputs
-        for node, frees in zip(self.graph.nodes, self._frees, strict=True):
-            self._execute(node, env, dims)
-            for name in frees:
-                del env[name]
-        results = {}
-        for spec in self.graph.outputs:
-            results[spec.name] = env[spec.name]
-            self._check_output(spec, env[spec.name], dims)
-        for mutation in self.graph.mutations:
-            if mutation.kind == "buffer":
-                self._buffers[mutation.target] = env[mutation.value]
-            else:
-                self._registry.call("aten::copy_", env[mutation.target], env[mutation.value])
+        with self._buffer_lock:
+            env = {w.name: self._buffers[w.key] for w in self.graph.weights} | inputs
+            for node, frees in zip(self.graph.nodes, self._frees, strict=True):
+                self._execute(node, env, dims)
+                for name in frees:
+                    del env[name]
+            results = {}
+            for spec in self.graph.outputs:
+                results[spec.name] = env[spec.name]
+                self._check_output(spec, env[spec.name], dims)
+            for mutation in self.graph.mutations:
+                if mutation.kind == "buffer":
+                    self._buffers[mutation.target] = env[mutation.value]
+                else:
+                    self._registry.call("aten::copy_", env[mutation.target], env[mutation.value])
         return results
 
     def capture(self, *args: Any, **kwargs: Any) -> Any:
