@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import types
 from collections.abc import Sequence
 from typing import Any
 
@@ -45,7 +46,8 @@ def launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], kwargs: dict[s
             problem = _language_problem(kernel, str(e))
             if problem is None:
                 raise
-            raise BackendError(f"{kernel.fn.__module__}.{kernel.fn.__qualname__}: {problem}") from e
+            fn = _python_function(kernel)
+            raise BackendError(f"{fn.__module__}.{fn.__qualname__}: {problem}") from e
 
 
 def _language_problem(kernel: Any, error: str) -> str | None:
@@ -108,10 +110,18 @@ def make_language_visible(kernel: Any) -> None:
 def _namespaces(kernel: Any) -> list[dict[str, Any]]:
     """The globals of ``kernel``'s module and of the modules of the jit functions they hold, transitively."""
     found: dict[int, dict[str, Any]] = {}
-    stack = [kernel.fn]
+    stack = [_python_function(kernel)]
     while stack:
         namespace = stack.pop().__globals__
         if id(namespace) not in found:
             found[id(namespace)] = namespace
             stack.extend(v.fn for v in list(namespace.values()) if isinstance(v, InterpretedFunction))
     return list(found.values())
+
+
+def _python_function(kernel: Any) -> types.FunctionType:
+    """The Python function under a jit function and any autotuner or heuristics wrapping it."""
+    fn = kernel
+    while not isinstance(fn, types.FunctionType):
+        fn = fn.fn
+    return fn

@@ -233,3 +233,25 @@ def test_language_names_imported_by_name_are_an_error_that_says_what_to_write(tm
         "nbx_test_kernel_with_names.program_id, nbx_test_kernel_with_names.store): call them through the module, "
         "as tl.load(...) after `import triton.language as tl`"
     )
+
+
+_AUTOTUNED_KERNEL = '''
+import nbx_core.launch
+import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 8})], key=["n"])
+@triton.jit
+def add_one(x_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n) + 1, mask=offsets < n)
+'''
+
+
+@pytest.mark.skipif(current() != "cpu", reason="checks the interpreter's launch of a wrapped kernel")
+def test_autotuned_kernel_runs_on_the_interpreter(tmp_path, monkeypatch):
+    kernel = _module(tmp_path, monkeypatch, "nbx_test_autotuned_kernel", _AUTOTUNED_KERNEL).add_one
+    x = nbx_core.tensor(np.arange(5, dtype=np.float32))
+    launch(kernel, (1,), x, 5)
+    np.testing.assert_array_equal(x.numpy(), np.arange(1, 6))
