@@ -17,22 +17,31 @@ BACKENDS = ("cpu", "cuda", "aot")
 _current: str | None = None
 
 
+def requested() -> str:
+    """``NBX_BACKEND`` as set (lower case; "" when unset), unchecked: it probes no device and never raises."""
+    return os.environ.get("NBX_BACKEND", "").strip().lower()
+
+
 def current() -> str:
-    """The backend of this process, choosing it on first call."""
+    """The backend of this process, choosing it on first call.
+
+    Raises BackendError when ``NBX_BACKEND`` names no backend, or names ``cuda`` where no CUDA device
+    can be used (the message says why: no bindings, no driver, no device).
+    """
     global _current
     if _current is None:
-        want = os.environ.get("NBX_BACKEND", "").strip().lower() or None
+        want = requested() or None
         if want is not None and want not in BACKENDS:
             raise BackendError(f"NBX_BACKEND={want!r} is not a backend: use one of {', '.join(BACKENDS)}")
-        if want is None:
-            from .memory.cuda import device_count
+        if want in (None, "cuda"):
+            from .memory.cuda import unavailable
 
-            want = "cuda" if device_count() > 0 else "cpu"
-        if want == "cuda":
-            from .memory.cuda import device_count
-
-            if device_count() == 0:
-                raise BackendError("NBX_BACKEND=cuda but no CUDA device is visible: use NBX_BACKEND=cpu")
+            reason = unavailable()
+            if want is None:
+                want = "cpu" if reason else "cuda"
+            elif reason:
+                raise BackendError(f"NBX_BACKEND=cuda, but {reason}; unset NBX_BACKEND or set NBX_BACKEND=cpu "
+                                   "to run on the CPU")
         # Triton 3.9 warns unless told; keep its default (fused multiply-add on).
         os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
         if want in ("cpu", "aot"):
@@ -49,7 +58,7 @@ def preconfigure() -> None:
     according to ``TRITON_INTERPRET`` at that moment, so the choice cannot wait for the first kernel.
     Without ``NBX_BACKEND``, a machine with no NVIDIA device node can only use the cpu backend.
     """
-    want = os.environ.get("NBX_BACKEND", "").strip().lower()
+    want = requested()
     if not want and not glob.glob("/dev/nvidia[0-9]*"):
         want = "cpu"
     if want in ("cpu", "aot"):

@@ -4,7 +4,7 @@
 table, or JSON with ``--format json``: schemas in docs/cli.md), messages to stderr. Exit codes:
 0 clean; 1 the registry has problems (duplicate names, plugins that failed to load, preferences
 that choose nothing) or names are missing; 2 bad usage (a flag, a contradictory plugin selection,
-an unreadable file).
+an unreadable file, a backend that cannot run here).
 
 ``nbx run`` belongs to :mod:`nbx_core.graph.cli`, which must define ``add_run_parser(subparsers)``:
 it adds a ``run`` parser (built with ``parents=[registry_options()]`` to take the plugin flags) whose
@@ -27,6 +27,7 @@ from typing import Any
 
 from . import __version__, opnames
 from .errors import (
+    BackendError,
     DuplicateKernelError,
     InvalidOpNameError,
     NbxError,
@@ -365,7 +366,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.registry_config = config_from_args(args)
             reset_registry(args.registry_config)
         return args.func(args)
-    except (UsageError, RegistryConfigError, InvalidOpNameError) as exc:
+    except (UsageError, RegistryConfigError, InvalidOpNameError, BackendError) as exc:
         print(f"nbx: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except NbxError as exc:

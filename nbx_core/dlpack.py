@@ -11,7 +11,7 @@ from typing import Any
 
 from . import dtypes as D
 from .device import CPU, Device
-from .errors import DeviceError, NbxTypeError
+from .errors import DeviceError, NbxError, NbxTypeError
 from .tensor import NBXTensor
 
 _CPU, _CUDA = 1, 2
@@ -43,37 +43,48 @@ class _DLManagedTensor(ctypes.Structure):
     pass
 
 
-_Deleter = ctypes.CFUNCTYPE(None, ctypes.POINTER(_DLManagedTensor))
+# Deleters take the DLManagedTensor's address: c_void_p has the ABI of a pointer to it.
+_Deleter = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 _DLManagedTensor._fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", _Deleter)]
 
-_api = ctypes.pythonapi
-_api.PyCapsule_New.restype = ctypes.py_object
-_api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
-_api.PyCapsule_GetPointer.restype = ctypes.c_void_p
-_api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_api.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
-_api.PyCapsule_IsValid.restype = ctypes.c_int
 
-# Exported tensors stay alive until their consumer calls the deleter.
+def _c_api(name: str, restype: Any, *argtypes: Any) -> Any:
+    """A private prototype of a Python C-API function: the shared ``ctypes.pythonapi`` entries keep
+    whatever argument types other libraries gave them."""
+    return ctypes.PYFUNCTYPE(restype, *argtypes)((name, ctypes.pythonapi))
+
+
+_capsule_new = _c_api("PyCapsule_New", ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)
+_capsule_pointer = _c_api("PyCapsule_GetPointer", ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)
+_capsule_rename = _c_api("PyCapsule_SetName", ctypes.c_int, ctypes.py_object, ctypes.c_char_p)
+# A capsule's destructor gets it at refcount zero: read it by address, never as a Python reference.
+_dying_capsule_valid = _c_api("PyCapsule_IsValid", ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)
+_dying_capsule_pointer = _c_api("PyCapsule_GetPointer", ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)
+_incref = _c_api("Py_IncRef", None, ctypes.py_object)
+
+# Exported tensors stay alive until their consumer calls the deleter, or their capsule dies unconsumed.
 _exported: dict[int, tuple] = {}
 
 
-@_Deleter
-def _release(ptr: Any) -> None:
-    _exported.pop(ctypes.cast(ptr, ctypes.c_void_p).value, None)
+# The two callbacks below can run while the interpreter exits, after this module's globals are
+# cleared (a torch tensor or a capsule freed late): they use only what their defaults bind.
+def _release(address: int, _pop: Any = _exported.pop) -> None:
+    _pop(address, None)
 
 
-_CapsuleDestructor = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-
-
-@_CapsuleDestructor
-def _capsule_destructor(capsule: int) -> None:
+def _capsule_destructor(capsule: int, _valid: Any = _dying_capsule_valid, _pointer: Any = _dying_capsule_pointer,
+                        _pop: Any = _exported.pop) -> None:
     # An unconsumed capsule still owns its tensor; a consumed one was renamed "used_dltensor".
-    obj = ctypes.cast(capsule, ctypes.py_object)
-    if _api.PyCapsule_IsValid(obj, b"dltensor"):
-        ptr = _api.PyCapsule_GetPointer(obj, b"dltensor")
-        _exported.pop(ptr, None)
+    if _valid(capsule, b"dltensor"):
+        _pop(_pointer(capsule, b"dltensor"), None)
+
+
+_release_c = _Deleter(_release)
+_capsule_destructor_c = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(_capsule_destructor)
+# Consumers and capsules hold these C entry points, and may be freed after this module is gone at
+# exit: an extra reference keeps each callback's code alive for as long as the process runs.
+_incref(_release_c)
+_incref(_capsule_destructor_c)
 
 
 def dlpack_device(t: NBXTensor) -> tuple[int, int]:
@@ -98,18 +109,19 @@ def to_dlpack(t: NBXTensor, stream: Any = None, max_version: Any = None) -> Any:
     dl.dtype = _DLDataType(_CODES[t.dtype.name], t.dtype.itemsize * 8, 1)
     dl.shape = ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64))
     dl.strides = ctypes.cast(strides, ctypes.POINTER(ctypes.c_int64))
-    managed.deleter = _release
+    managed.deleter = _release_c
     addr = ctypes.addressof(managed)
     _exported[addr] = (managed, shape, strides, t)
-    return _api.PyCapsule_New(addr, b"dltensor", ctypes.cast(_capsule_destructor, ctypes.c_void_p))
+    return _capsule_new(addr, b"dltensor", ctypes.cast(_capsule_destructor_c, ctypes.c_void_p))
 
 
 class _DLStorage:
     """Memory owned by a DLPack producer; calls the producer's deleter when collected."""
 
-    __slots__ = ("ptr", "nbytes", "device", "_managed", "__weakref__")
+    __slots__ = ("ptr", "nbytes", "device", "_deleter", "_managed", "__weakref__")
 
-    def __init__(self, managed: Any, ptr: int, nbytes: int, device: Device) -> None:
+    def __init__(self, deleter: Any, managed: int, ptr: int, nbytes: int, device: Device) -> None:
+        self._deleter = deleter
         self._managed = managed
         self.ptr = ptr
         self.nbytes = nbytes
@@ -142,9 +154,9 @@ class _DLStorage:
         CudaStorage(self.ptr, self.nbytes, self.device).copy_to_host(src_offset, dst_ptr, nbytes)
 
     def __del__(self) -> None:
-        m = self._managed
-        if m and m.contents.deleter:
-            m.contents.deleter(m)
+        # No globals here: a storage may be collected while the interpreter exits.
+        if self._deleter:
+            self._deleter(self._managed)
 
 
 class _HostBytes:
@@ -165,15 +177,30 @@ def from_dlpack(obj: Any) -> NBXTensor:
         raise NbxTypeError(f"from_dlpack: {type(obj).__name__} does not implement __dlpack__")
     kind, _ = obj.__dlpack_device__()
     capsule = obj.__dlpack__(stream=1) if int(kind) == _CUDA else obj.__dlpack__()
-    ptr = _api.PyCapsule_GetPointer(capsule, b"dltensor")
-    managed = ctypes.cast(ptr, ctypes.POINTER(_DLManagedTensor))
-    _api.PyCapsule_SetName(capsule, b"used_dltensor")
-    dl = managed.contents.dl_tensor
+    address = _capsule_pointer(capsule, b"dltensor")
+    _capsule_rename(capsule, b"used_dltensor")  # NBX owns the tensor now: the capsule must not delete it
+    managed = _DLManagedTensor.from_address(address)
+    deleter = managed.deleter
+    try:
+        dtype, device, shape, strides = _layout(managed.dl_tensor)
+    except NbxError:
+        if deleter:
+            deleter(address)
+        raise
+    dl = managed.dl_tensor
+    item = dtype.itemsize
+    extent = (1 + sum((n - 1) * s for n, s in zip(shape, strides, strict=True))) * item if all(shape) else 0
+    base = (dl.data or 0) + dl.byte_offset
+    storage = _DLStorage(deleter, address, base, extent, device)
+    return NBXTensor(storage, shape, strides, 0, dtype)
+
+
+def _layout(dl: _DLTensor) -> tuple[D.DType, Device, tuple[int, ...], tuple[int, ...]]:
+    """The dtype, device, shape and strides of a DLTensor, or an error naming what NBX cannot hold."""
     key = (dl.dtype.code, dl.dtype.bits)
     if key not in _FROM_CODE or dl.dtype.lanes != 1:
         raise NbxTypeError(f"from_dlpack: DLPack dtype code {dl.dtype.code} with {dl.dtype.bits} bits has no "
                            "NBX equivalent")
-    dtype = _FROM_CODE[key]
     if dl.device.device_type == _CPU:
         device = CPU
     elif dl.device.device_type == _CUDA:
@@ -189,8 +216,4 @@ def from_dlpack(obj: Any) -> NBXTensor:
         strides = contiguous_strides(shape)
     if any(s < 0 for s in strides):
         raise NbxTypeError("from_dlpack: negative strides are not supported: pass a copy")
-    item = dtype.itemsize
-    extent = (1 + sum((n - 1) * s for n, s in zip(shape, strides, strict=True))) * item if all(shape) else 0
-    base = (dl.data or 0) + dl.byte_offset
-    storage = _DLStorage(managed, base, extent, device)
-    return NBXTensor(storage, shape, strides, 0, dtype)
+    return _FROM_CODE[key], device, shape, strides

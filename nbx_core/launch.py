@@ -3,18 +3,21 @@
 ``launch(kernel, grid, *args, **meta)`` replaces ``kernel[grid](*args, **meta)``. NBXTensor
 arguments become what the backend's launcher reads; the backend decides what a launch means:
 
-- ``cpu``: the kernel runs under Triton's interpreter on host memory.
+- ``cpu``: the kernel runs under Triton's interpreter on host memory, one launch at a time
+  (:mod:`nbx_core.interpreter`).
 - ``cuda``: the first launch of a signature compiles through Triton; later launches of the same
   signature skip Triton's per-call binding and call the compiled kernel directly.
 - ``aot``: the kernel is compiled for ``NBX_AOT_TARGET`` (default sm_90) and not run, through a
   stand-in Triton driver that reports that target, so no GPU is needed.
 
 Importing this module chooses the backend and configures Triton before any kernel is defined, so a
-kernel module must import it before its ``@triton.jit`` definitions run.
+kernel module must import it before its ``@triton.jit`` definitions run. Launches may come from
+several threads at once.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any
@@ -111,6 +114,13 @@ if BACKEND == "aot":
     triton.runtime.driver.set_active(_AotDriver())
 elif BACKEND == "cuda":
     from .memory import cuda as _cuda
+else:
+    from . import interpreter as _interpreter
+
+    _interpreter.configure()
+
+_compile_lock = threading.Lock()
+"""Held while Triton compiles (cuda, aot): one compile per signature, whichever thread asks first."""
 
 compiled_variants: set[tuple] = set()
 """Signatures the aot backend compiled in this process (tests read it to report coverage)."""
@@ -155,6 +165,7 @@ class _CudaLauncher:
         self.cache: dict[tuple, tuple[Any, list[Any]]] = {}
 
     def __call__(self, grid: Sequence[int], args: tuple, kwargs: dict[str, Any]) -> None:
+        _cuda.ensure_context(0)  # a no-op unless this thread has not launched yet
         key: list[Any] = []
         raw: list[Any] = []
         for a in args:
@@ -175,11 +186,15 @@ class _CudaLauncher:
         trailing arguments its launcher takes after ``args``."""
         hit = self.cache.get(key)
         if hit is None:
-            # Triton binds and compiles once per signature; every launch then goes straight to the
-            # compiled kernel's launcher on NBX's stream.
-            compiled = self.kernel.run(*[_cuda_arg(a) for a in args], grid=tuple(grid), warmup=True, **kwargs)
-            tail = [kwargs[n] if n in kwargs else self.defaults[n] for n in self.names[len(args):]]
-            hit = self.cache[key] = (compiled, tail)
+            with _compile_lock:
+                hit = self.cache.get(key)
+                if hit is None:
+                    # Triton binds and compiles once per signature; every launch then goes straight to
+                    # the compiled kernel's launcher on NBX's stream.
+                    compiled = self.kernel.run(*[_cuda_arg(a) for a in args], grid=tuple(grid), warmup=True,
+                                               **kwargs)
+                    tail = [kwargs[n] if n in kwargs else self.defaults[n] for n in self.names[len(args):]]
+                    hit = self.cache[key] = (compiled, tail)
         return hit
 
 
@@ -265,15 +280,17 @@ def launch(kernel: Any, grid: Sequence[int], *args: Any, **kwargs: Any) -> None:
         _cuda_launcher(kernel)(grid, args, kwargs)
     elif BACKEND == "cpu":
         _check_args(args, kwargs)
-        kernel[grid](*_interp_args(kernel, args), **kwargs)
+        _interpreter.launch(kernel, grid, _interp_args(kernel, args), kwargs)
     else:
         _check_args(args, kwargs)
         # One compile per kernel, argument types and constexprs: integer specialisations (== 1,
         # divisible by 16) multiply the variants without changing what is proven to compile.
         key = (id(kernel), tuple(map(_aot_spec, args)), tuple(kwargs.items()))
         if key not in compiled_variants:
-            _check_shared(kernel, kernel.warmup(*args, grid=grid, **kwargs))
-            compiled_variants.add(key)
+            with _compile_lock:
+                if key not in compiled_variants:
+                    _check_shared(kernel, kernel.warmup(*args, grid=grid, **kwargs))
+                    compiled_variants.add(key)
 
 
 _SHARED_LIMIT = {80: 166912, 86: 101376, 87: 166912, 89: 101376, 90: 232448, 100: 232448}
@@ -299,7 +316,7 @@ def _cuda_launcher(kernel: Any) -> _CudaLauncher:
     launcher = _cuda_launchers.get(kernel)
     if launcher is None:
         _cuda.ensure_context(0)
-        launcher = _cuda_launchers[kernel] = _CudaLauncher(kernel)
+        launcher = _cuda_launchers.setdefault(kernel, _CudaLauncher(kernel))  # one per kernel, for every thread
     return launcher
 
 
@@ -334,6 +351,7 @@ class Prepared:
         if launcher is None:
             launch(self.kernel, self.grid, *self._full(values), **self.kwargs)
             return
+        _cuda.ensure_context(0)  # a no-op unless this thread has not launched yet
         raw = self.raw.copy()  # a copy per call: threads may launch one plan at once
         key = []
         last = ptr = None

@@ -7,22 +7,39 @@ nbx-index) is installed.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from .tensor import NBXTensor
 
 _bound = False
+_binding = False
+_lock = threading.RLock()
 
 
 def bind_ops() -> bool:
-    """Bind the core ops as NBXTensor methods; True the first time (NBXTensor.__getattr__ calls it).
+    """Bind the core ops as NBXTensor methods; True when this call bound them or waited while another
+    thread did, so that the caller (NBXTensor.__getattr__) looks the name up again.
 
-    Deferred to first use because the op modules themselves import nbx_core.tensor.
+    Deferred to first use because the op modules themselves import nbx_core.tensor; a lookup that
+    the binding itself makes finds nothing.
     """
-    global _bound
+    global _bound, _binding
     if _bound:
         return False
-    _bound = True
+    with _lock:
+        if _bound or _binding:
+            return _bound
+        _binding = True
+        try:
+            _bind()
+            _bound = True
+        finally:
+            _binding = False
+    return True
+
+
+def _bind() -> None:
     from .ops import copy as _copy
     from .ops import join as _join
     from .ops import scalar as _scalar
@@ -47,7 +64,6 @@ def bind_ops() -> bool:
     NBXTensor.mT = property(lambda self: _views.transpose(self, -2, -1))
     NBXTensor.real = property(_views.real)
     NBXTensor.imag = property(_views.imag)
-    return True
 
 
 def _call(name: str, *args: Any, **kwargs: Any) -> Any:

@@ -26,6 +26,7 @@ import pluggy
 
 from . import hookspec, opnames
 from .errors import (
+    BackendError,
     DuplicateKernelError,
     InvalidTargetError,
     KernelImportError,
@@ -450,6 +451,8 @@ class Registry:
             kernel: Any = importlib.import_module(module)
             for part in attribute.split("."):
                 kernel = getattr(kernel, part)
+        except BackendError:
+            raise  # NBX_BACKEND names no usable backend: no plugin is at fault
         except Exception as exc:  # any failure of a third party's import is the plugin's fault
             raise KernelImportError(f"{where} cannot be loaded: {type(exc).__name__}: {exc}; {fix}") from exc
         if not callable(kernel):

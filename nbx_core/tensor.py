@@ -23,7 +23,7 @@ from .shape import contiguous_strides, is_contiguous, numel
 
 # The aot backend runs no kernel, so new memory would stay whatever it was: it is zeroed there to
 # keep data-dependent host logic (sizes read back from a result) bounded.
-ZERO_NEW = _backend.current() == "aot"
+ZERO_NEW = _backend.requested() == "aot"
 
 
 class NBXTensor:

@@ -9,12 +9,16 @@ write. Buffer mutations recorded by torch.export update the program's stored buf
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
+from .. import backend
 from .. import dtypes as D
 from ..device import Device, as_device
 from ..errors import (
+    BackendError,
     DuplicateKernelError,
     GraphArityError,
     GraphError,
@@ -164,6 +168,9 @@ class Program:
         self._frees = plan_frees(graph)
         self._producers = {name: node for node in graph.nodes for name in node.outputs if name is not None}
         self._buffers = {key: self._to_device(from_numpy(array)) for key, array in weights.items()}
+        # Runs of a graph that updates its buffers are serialised; other runs share nothing they write.
+        stateful = any(m.kind == "buffer" for m in graph.mutations)
+        self._buffer_lock: AbstractContextManager[Any] = threading.Lock() if stateful else nullcontext()
 
     # -- declaration ---------------------------------------------------------------------------------
     @property
@@ -186,6 +193,42 @@ class Program:
     # -- running ---------------------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> NBXTensor | tuple[NBXTensor, ...]:
         """Run on positional and/or keyword inputs; one output comes back bare, several as a tuple."""
+        results = self.run(self._named(args, kwargs))
+        values = tuple(results[o.name] for o in self.graph.outputs)
+        return values[0] if len(values) == 1 else values
+
+    def run(self, inputs: Mapping[str, Any]) -> dict[str, NBXTensor]:
+        """Run on ``inputs`` (name -> tensor); returns output name -> NBXTensor.
+
+        Several threads may run one program at the same time; a program whose graph mutates buffers
+        runs one call at a time, so that each run reads the buffers the previous one wrote. The aot
+        backend computes no values, so there this raises BackendError (see :meth:`check_compiles`).
+        """
+        env, dims = self._bind_inputs(inputs)
+        if backend.current() == "aot":
+            target = f"sm_{backend.aot_target()[0]}"
+            raise BackendError(
+                f"{self.graph.file}: the aot backend (NBX_BACKEND=aot) compiles kernels for {target} without "
+                "running them, a compile-only check for a target GPU, so a run would return no values: unset "
+                f"NBX_BACKEND or set NBX_BACKEND=cpu to run the program; to check that its kernels compile for "
+                f"{target}, call Program.check_compiles(...) on the aot backend"
+            )
+        return self._execute_all(env, dims)
+
+    def check_compiles(self, *args: Any, **kwargs: Any) -> None:
+        """Compile every kernel one run on these inputs launches, for the aot backend's target GPU.
+
+        Only on the aot backend (``NBX_BACKEND=aot``; ``NBX_AOT_TARGET`` names the GPU, sm_90 by
+        default), which needs no GPU: a kernel that does not compile for the target, or needs more
+        shared memory than it has, raises. Returns nothing, since the aot backend computes no values.
+        """
+        if backend.current() != "aot":
+            raise BackendError(f"{self.graph.file}: check_compiles needs the aot backend (NBX_BACKEND=aot); on the "
+                               f"{backend.current()} backend, run the program")
+        env, dims = self._bind_inputs(self._named(args, kwargs))
+        self._execute_all(env, dims)
+
+    def _named(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
         names = [s.name for s in self.graph.inputs]
         if len(args) > len(names):
             raise GraphInputError(f"{self.graph.file}: {len(args)} positional inputs given, the graph takes "
@@ -195,12 +238,10 @@ class Program:
             if name in given:
                 raise GraphInputError(f"{self.graph.file}: input {name!r} given both by position and by name")
             given[name] = value
-        results = self.run(given)
-        values = tuple(results[o.name] for o in self.graph.outputs)
-        return values[0] if len(values) == 1 else values
+        return given
 
-    def run(self, inputs: Mapping[str, Any]) -> dict[str, NBXTensor]:
-        """Run on ``inputs`` (name -> tensor); returns output name -> NBXTensor."""
+    def _bind_inputs(self, inputs: Mapping[str, Any]) -> tuple[dict[str, Any], _Dims]:
+        """The inputs, checked and on the program's device, and the dims they bind."""
         file = self.graph.file
         unknown = sorted(set(inputs) - {s.name for s in self.graph.inputs})
         missing = [s.name for s in self.graph.inputs if s.name not in inputs]
@@ -208,26 +249,31 @@ class Program:
             raise GraphInputError(f"{file}: inputs do not match the graph's "
                                   f"({', '.join(s.name for s in self.graph.inputs)}): missing {missing}, "
                                   f"unknown {unknown}")
-        env: dict[str, Any] = {w.name: self._buffers[w.key] for w in self.graph.weights}
+        env: dict[str, Any] = {}
         dims = _Dims()
         for spec in self.graph.inputs:
             env[spec.name] = tensor = self._as_input(spec, inputs[spec.name])
             self._bind(spec, tensor, dims, f"input {spec.name!r}")
         for spec in self.graph.inputs:
             self._check_exprs(spec, env[spec.name], dims, f"input {spec.name!r}", GraphInputError)
-        for node, frees in zip(self.graph.nodes, self._frees, strict=True):
-            self._execute(node, env, dims)
-            for name in frees:
-                del env[name]
-        results = {}
-        for spec in self.graph.outputs:
-            results[spec.name] = env[spec.name]
-            self._check_output(spec, env[spec.name], dims)
-        for mutation in self.graph.mutations:
-            if mutation.kind == "buffer":
-                self._buffers[mutation.target] = env[mutation.value]
-            else:
-                self._registry.call("aten::copy_", env[mutation.target], env[mutation.value])
+        return env, dims
+
+    def _execute_all(self, inputs: dict[str, Any], dims: _Dims) -> dict[str, NBXTensor]:
+        with self._buffer_lock:
+            env = {w.name: self._buffers[w.key] for w in self.graph.weights} | inputs
+            for node, frees in zip(self.graph.nodes, self._frees, strict=True):
+                self._execute(node, env, dims)
+                for name in frees:
+                    del env[name]
+            results = {}
+            for spec in self.graph.outputs:
+                results[spec.name] = env[spec.name]
+                self._check_output(spec, env[spec.name], dims)
+            for mutation in self.graph.mutations:
+                if mutation.kind == "buffer":
+                    self._buffers[mutation.target] = env[mutation.value]
+                else:
+                    self._registry.call("aten::copy_", env[mutation.target], env[mutation.value])
         return results
 
     def capture(self, *args: Any, **kwargs: Any) -> Any:

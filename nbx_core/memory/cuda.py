@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from functools import cache
 
 from ..device import Device
 from ..errors import BackendError, DeviceError, OutOfMemoryError
@@ -47,11 +48,18 @@ def _driver():
         try:
             from cuda.bindings import driver
         except ImportError as e:
-            raise BackendError(
-                "CUDA device memory needs NVIDIA's CUDA Python bindings: pip install 'nbx-core[cuda]'"
-            ) from e
+            if isinstance(e, ModuleNotFoundError) and e.name in ("cuda", "cuda.bindings"):
+                raise BackendError("NVIDIA's CUDA Python bindings are not installed (pip install "
+                                   "'nbx-core[cuda]')") from e
+            raise BackendError(f"NVIDIA's CUDA Python bindings are installed but do not load ({e}; is an NVIDIA "
+                               "driver installed?)") from e
         _driver_module = driver
     return _driver_module
+
+
+def _error_name(err) -> str:
+    _, name = _driver().cuGetErrorName(err)
+    return name.decode() if isinstance(name, bytes) else str(name)
 
 
 def check(result, what: str):
@@ -59,8 +67,7 @@ def check(result, what: str):
     driver = _driver()
     err, *rest = result
     if err != driver.CUresult.CUDA_SUCCESS:
-        _, name = driver.cuGetErrorName(err)
-        name = name.decode() if isinstance(name, bytes) else str(name)
+        name = _error_name(err)
         if err == driver.CUresult.CUDA_ERROR_OUT_OF_MEMORY:
             raise OutOfMemoryError(f"{what}: CUDA is out of device memory ({name})")
         raise DeviceError(f"{what} failed: {name}")
@@ -69,17 +76,31 @@ def check(result, what: str):
     return rest[0] if len(rest) == 1 else tuple(rest)
 
 
-def device_count() -> int:
-    """How many CUDA devices are visible (0 when there is no driver or no bindings)."""
+@cache
+def unavailable() -> str | None:
+    """Why no CUDA device can be used in this process (no bindings, no driver, no device), or None."""
     try:
         driver = _driver()
-    except BackendError:
-        return 0
-    err, = driver.cuInit(0)
+    except BackendError as e:
+        return str(e)
+    try:
+        err, = driver.cuInit(0)
+    except Exception as e:  # cuda-bindings 13 raises when the driver library cannot be loaded
+        return f"no CUDA device is visible (the NVIDIA driver does not load: {e})"
     if err != driver.CUresult.CUDA_SUCCESS:
-        return 0
+        return f"no CUDA device is visible (cuInit: {_error_name(err)})"
     err, n = driver.cuDeviceGetCount()
-    return n if err == driver.CUresult.CUDA_SUCCESS else 0
+    if err != driver.CUresult.CUDA_SUCCESS or n == 0:
+        return "no CUDA device is visible"
+    return None
+
+
+def device_count() -> int:
+    """How many CUDA devices are visible (0 when there is no driver, no device or no bindings)."""
+    if unavailable():
+        return 0
+    driver = _driver()
+    return check(driver.cuDeviceGetCount(), "cuDeviceGetCount")
 
 
 _thread = threading.local()
@@ -89,11 +110,13 @@ def ensure_context(index: int) -> None:
     """Make the primary context of device ``index`` current on this thread (shared with torch)."""
     if getattr(_thread, "index", None) == index:
         return
+    reason = unavailable()
+    if reason:
+        raise DeviceError(f"cuda:{index} cannot be used: {reason}; use the cpu device")
     driver = _driver()
     with _lock:
         ctx = _contexts.get(index)
         if ctx is None:
-            check(driver.cuInit(0), "cuInit")
             n = check(driver.cuDeviceGetCount(), "cuDeviceGetCount")
             if index >= n:
                 raise DeviceError(f"cuda:{index} does not exist: {n} CUDA device(s) are visible")

@@ -136,3 +136,145 @@ def test_aot_refuses_a_kernel_over_the_shared_memory_limit(monkeypatch):
     launch._check_shared(kernel, SimpleNamespace(metadata=SimpleNamespace(shared=232448)))
     with pytest.raises(BackendError, match=r"_big_kernel: needs 262144 bytes of shared memory, over the 232448"):
         launch._check_shared(kernel, SimpleNamespace(metadata=SimpleNamespace(shared=262144)))
+
+
+# -- a backend that cannot run, as a user meets it ---------------------------------------------------
+def _nbx(*args: str, **env: str) -> subprocess.CompletedProcess:
+    code = "import sys; from nbx_core.cli import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          env={**os.environ, **env}, timeout=120)
+
+
+def _cuda_unavailable() -> str | None:
+    from nbx_core.memory.cuda import unavailable
+
+    return unavailable()
+
+
+def test_nbx_run_says_the_backend_is_unknown(core_graph):
+    r = _nbx("run", str(core_graph), NBX_BACKEND="foo")
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip() == "nbx: error: NBX_BACKEND='foo' is not a backend: use one of cpu, cuda, aot"
+
+
+_LAZY_KERNEL = """
+import nbx_core
+from nbx_core.registry import Registry
+
+class Plugin:
+    @nbx_core.hookimpl
+    def nbx_register_kernels(self, registry):
+        registry.register("test::cast", "nbx_core.kernels.copy:cast_to")  # its module imports the launcher
+
+registry = Registry()
+registry.add_plugin("test", Plugin())
+try:
+    registry.lookup("test::cast")
+except Exception as e:
+    print(type(e).__name__, e)
+"""
+
+
+def test_a_plugin_kernel_gets_the_backend_error_not_a_plugin_error():
+    r = _python(_LAZY_KERNEL, NBX_BACKEND="foo")
+    assert r.stdout.strip() == "BackendError NBX_BACKEND='foo' is not a backend: use one of cpu, cuda, aot", r.stderr
+
+
+@pytest.mark.skipif(_cuda_unavailable() is None, reason="a CUDA device is visible here")
+def test_nbx_run_on_cuda_without_a_gpu_says_why(core_graph):
+    r = _nbx("run", str(core_graph), NBX_BACKEND="cuda")
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.startswith("nbx: error: NBX_BACKEND=cuda, but ")
+    assert r.stderr.strip().endswith("unset NBX_BACKEND or set NBX_BACKEND=cpu to run on the CPU")
+    r = _nbx("run", str(core_graph), "--device", "cuda", NBX_BACKEND="cpu")
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert r.stderr.startswith("nbx: DeviceError: cuda:0 cannot be used: ")
+
+
+class _NoDeviceDriver:
+    """cuda-bindings' driver on a machine without a GPU: cuInit fails, or cannot load the driver."""
+
+    class CUresult:
+        CUDA_SUCCESS = 0
+
+    def __init__(self, load_error: Exception | None) -> None:
+        self.load_error = load_error
+
+    def cuInit(self, flags: int) -> tuple[int]:
+        if self.load_error is not None:
+            raise self.load_error
+        return (100,)
+
+    def cuGetErrorName(self, err: int) -> tuple[int, bytes]:
+        return 0, b"CUDA_ERROR_NO_DEVICE"
+
+
+@pytest.mark.parametrize("load_error", [None, RuntimeError('"cuda" is an NVIDIA driver library')])
+def test_installed_bindings_without_a_gpu_say_there_is_no_device(monkeypatch, load_error):
+    import threading
+
+    from nbx_core.memory import cuda as C
+
+    monkeypatch.setattr(C, "_driver", lambda: _NoDeviceDriver(load_error))
+    C.unavailable.cache_clear()
+    try:
+        reason = C.unavailable()
+        assert reason.startswith("no CUDA device is visible (") and "pip install" not in reason
+        assert C.device_count() == 0
+        errors: list[Exception] = []
+
+        def first_use_on_a_thread() -> None:
+            try:
+                C.ensure_context(0)
+            except DeviceError as e:
+                errors.append(e)
+
+        thread = threading.Thread(target=first_use_on_a_thread)
+        thread.start()
+        thread.join()
+        assert [str(e) for e in errors] == [f"cuda:0 cannot be used: {reason}; use the cpu device"]
+    finally:
+        monkeypatch.undo()
+        C.unavailable.cache_clear()
+
+
+# -- the aot backend computes no values: it refuses to run a program --------------------------------
+_AOT_PROGRAM = """
+import sys
+import numpy as np
+import nbx_core.launch as launch
+from nbx_core.cli import main
+from nbx_core.errors import BackendError
+from nbx_core.graph import load
+
+print("nbx run exit", main(["run", sys.argv[1]]))
+prog = load(sys.argv[1])
+x = np.ones((4, 3), np.float32)
+for run in (lambda: prog(x), lambda: prog.run({"x": x})):
+    try:
+        run()
+    except BackendError as e:
+        print("refused:", e)
+print("check_compiles", prog.check_compiles(x), len(launch.compiled_variants) > 0)
+"""
+
+
+def test_aot_refuses_to_run_a_program_and_compiles_it_on_request(core_graph):
+    r = subprocess.run([sys.executable, "-c", _AOT_PROGRAM, str(core_graph)], capture_output=True, text=True,
+                       env={**os.environ, "NBX_BACKEND": "aot"}, timeout=120)
+    lines = r.stdout.splitlines()
+    assert lines[0] == "nbx run exit 2" and "outputs:" not in r.stdout, r.stdout + r.stderr
+    assert r.stderr.startswith(f"nbx: error: {core_graph / 'graph.json'}: the aot backend (NBX_BACKEND=aot) "
+                               "compiles kernels for sm_90 without running them, a compile-only check")
+    assert len([line for line in lines if line.startswith("refused: ")]) == 2
+    assert "to check that its kernels compile for sm_90, call Program.check_compiles(...)" in lines[1]
+    assert lines[-1] == "check_compiles None True", r.stderr
+
+
+@pytest.mark.skipif(current() == "aot", reason="checks the refusal off the aot backend")
+def test_check_compiles_needs_the_aot_backend(core_graph):
+    from nbx_core.errors import BackendError
+    from nbx_core.graph import load
+
+    with pytest.raises(BackendError, match="check_compiles needs the aot backend"):
+        load(core_graph).check_compiles(np.ones((4, 3), np.float32))

@@ -92,6 +92,50 @@ def test_dlpack_keeps_producer_alive():
     np.testing.assert_array_equal(n.numpy(), [0, 1, 2, 3, 4])
 
 
+_EXCHANGE_UNTIL_EXIT = """
+import gc, os, sys
+import numpy as np
+import torch
+import nbx_core
+from nbx_core.dlpack import from_dlpack
+
+class Cycle:
+    pass
+
+gc.disable()  # every cycle lives until the last collection at exit, after the modules are cleared
+kept = []
+for i in range(300):
+    x = nbx_core.tensor(np.arange(6, dtype=np.float32) + i)
+    to_torch = torch.from_dlpack(x)
+    unconsumed = x.__dlpack__()
+    from_torch = from_dlpack(torch.randn(3, 4).t())
+    round_trip = torch.from_dlpack(from_dlpack(to_torch))
+    if i % 3 == 0:
+        cycle = Cycle()
+        cycle.self, cycle.values = cycle, (to_torch, from_torch, round_trip, unconsumed)
+    elif i % 3 == 1:
+        kept.append((to_torch, from_torch, round_trip, unconsumed))
+if sys.argv[1] == "module":
+    os.nbx_kept = kept  # held by a module imported before nbx_core, so freed after it at exit
+assert float(round_trip.sum()) == float(np.arange(6).sum() + 6 * 299)
+print("exchanged")
+"""
+
+
+@pytest.mark.skipif(not numeric(), reason="runs a cpu-backend process, which the cpu pass runs already")
+@pytest.mark.parametrize("holder", ["cycles", "module"])
+def test_dlpack_exchange_with_torch_exits_cleanly(holder):
+    """Tensors and capsules shared with torch and freed while the interpreter exits release cleanly."""
+    import os
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-X", "faulthandler", "-c", _EXCHANGE_UNTIL_EXIT, holder],
+                       capture_output=True, text=True, timeout=120, env={**os.environ, "NBX_BACKEND": "cpu"})
+    assert (r.returncode, r.stdout.strip()) == (0, "exchanged"), r.stderr[-2000:]
+    assert "Exception ignored" not in r.stderr, r.stderr[-2000:]
+
+
 def test_to_dtype_device_and_errors():
     x = nbx_core.tensor([1.5, -2.5])
     assert x.to(D.float32) is x

@@ -16,6 +16,8 @@ from nbx_core.testing import numeric
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "encoder_block.nbx"
 PLUGINS = ("elementwise", "linalg", "norm", "attention")
+runs_a_program = pytest.mark.skipif(not numeric(), reason="the aot backend runs no program: nbx run and Program "
+                                    "refuse it (tests/core/test_backend.py checks the refusal)")
 
 
 def _core_graph(tmp_path) -> Path:
@@ -38,6 +40,7 @@ def rows(out: str) -> dict[str, list[str]]:
     return {row[0]: row[1:] for row in cells}
 
 
+@runs_a_program
 def test_run_generates_missing_inputs(tmp_path, capsys):
     graph = _core_graph(tmp_path)
     assert main(["run", str(graph), "--device", "cpu"]) == 0
@@ -49,6 +52,7 @@ def test_run_generates_missing_inputs(tmp_path, capsys):
     assert table["c"][:2] == ["float32", "[2, 3]"] and table["c"][-1] == "0"
 
 
+@runs_a_program
 def test_run_names_the_backend_and_the_device(tmp_path, capsys):
     graph = _core_graph(tmp_path)
     assert main(["run", str(graph), "--device", "cpu"]) == 0
@@ -57,6 +61,7 @@ def test_run_names_the_backend_and_the_device(tmp_path, capsys):
     assert first == f"{graph}: 2 nodes, backend {names[backend.current()]}, device cpu"
 
 
+@runs_a_program
 def test_run_reports_the_time_since_start_up_and_mentions_output(tmp_path, capsys):
     assert main(["run", str(_core_graph(tmp_path))]) == 0
     out = capsys.readouterr().out
@@ -66,6 +71,7 @@ def test_run_reports_the_time_since_start_up_and_mentions_output(tmp_path, capsy
     assert out.endswith("outputs not saved: --output OUT.npz writes them\n")
 
 
+@runs_a_program
 def test_run_prints_each_outputs_statistics(tmp_path, capsys):
     x = np.array([[1.0, -2.0], [3.5, 0.25], [-7.0, 4.0]], np.float32)
     np.save(tmp_path / "x.npy", x)
@@ -113,6 +119,7 @@ def test_run_on_a_directory_that_holds_no_graph_says_so(tmp_path, capsys):
                    f"{tmp_path / 'docs' / 'graph.json'} and {tmp_path / 'docs' / 'weights.safetensors'})\n")
 
 
+@runs_a_program
 def test_run_reads_inputs_and_writes_npz(tmp_path, capsys):
     x = np.arange(10, dtype=np.float32).reshape(5, 2)
     np.save(tmp_path / "x.npy", x)
@@ -138,6 +145,7 @@ def test_run_usage_errors(tmp_path, capsys):
     assert "not a graph directory" in capsys.readouterr().err
 
 
+@runs_a_program
 def test_readme_command_runs_the_example(capsys):
     for family in PLUGINS:
         if importlib.util.find_spec(f"nbx_{family}") is None:
@@ -148,6 +156,7 @@ def test_readme_command_runs_the_example(capsys):
     assert table["layer_norm_1"][:2] == ["float32", "[2, 8, 32]"]
 
 
+@runs_a_program
 def test_example_matches_torch():
     """The committed graph computes what the script's module computes (torchref kernels)."""
     import sys
