@@ -41,7 +41,7 @@ from .errors import (
     ShapeError,
     UnresolvedOpError,
 )
-from .hookspec import hookimpl
+from .registry.hookspec import hookimpl
 
 _backend.preconfigure()
 

@@ -6,7 +6,7 @@ table, or JSON with ``--format json``: schemas in docs/cli.md), messages to stde
 that choose nothing) or names are missing; 2 bad usage (a flag, a contradictory plugin selection,
 an unreadable file).
 
-``nbx run`` belongs to :mod:`nbx_core.graph.cli`, which must define ``add_run_parser(subparsers)``:
+``nbx run`` belongs to :mod:`nbx_core.cli.run`, which must define ``add_run_parser(subparsers)``:
 it adds a ``run`` parser (built with ``parents=[registry_options()]`` to take the plugin flags) whose
 defaults set ``func``, a handler ``(args) -> int``. Before any handler runs, ``main`` installs the
 plugin selection of the flags for :func:`nbx_core.registry.get_registry`. That module is imported
@@ -23,8 +23,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import __version__, opnames
-from .errors import (
+from .. import __version__, opnames
+from ..errors import (
     DuplicateKernelError,
     InvalidOpNameError,
     NbxError,
@@ -32,8 +32,7 @@ from .errors import (
     RegistryError,
     UnresolvedOpError,
 )
-from .plugins import RegistryConfig, load_registry, parse_preferences, split_names
-from .registry import Entry, Registry, reset_registry
+from ..registry import Entry, Registry, RegistryConfig, load_registry, parse_preferences, reset_registry, split_names
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 JSON_SCHEMA = 1
@@ -222,7 +221,7 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
 
 def _cmd_check(args: argparse.Namespace) -> int:
     try:
-        from .graph import required_ops
+        from ..graph import required_ops
     except ImportError as exc:
         raise UsageError(
             "nbx registry check cannot read graphs here: nbx_core.graph.required_ops is not available "
@@ -288,12 +287,12 @@ def _add_registry_parser(subparsers: Any) -> None:
 
 
 def _add_run_parser(subparsers: Any, wanted: bool) -> None:
-    """The real ``run`` parser when the command is ``run``; otherwise (or when nbx_core.graph.cli is
+    """The real ``run`` parser when the command is ``run``; otherwise (or when nbx_core.cli.run is
     unavailable) a placeholder that names the command in ``nbx --help``."""
     reason = "not requested"
     if wanted:
         try:
-            from .graph.cli import add_run_parser
+            from .run import add_run_parser
         except ImportError as exc:
             reason = str(exc)
         else:
@@ -305,11 +304,11 @@ def _add_run_parser(subparsers: Any, wanted: bool) -> None:
 
 
 def _run_unavailable(reason: str) -> int:
-    raise UsageError(f"nbx run needs nbx_core.graph.cli, which is not available ({reason}); reinstall nbx")
+    raise UsageError(f"nbx run needs nbx_core.cli.run, which is not available ({reason}); reinstall nbx")
 
 
 def build_parser(with_run: bool = False) -> argparse.ArgumentParser:
-    """The ``nbx`` parser; ``with_run`` imports nbx_core.graph.cli for the real ``run`` parser."""
+    """The ``nbx`` parser; ``with_run`` imports nbx_core.cli.run for the real ``run`` parser."""
     parser = argparse.ArgumentParser(prog="nbx", description="NBX: ATen graphs on Triton kernels.")
     parser.add_argument("--version", action="version", version=f"nbx-core {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

@@ -18,7 +18,7 @@ import numpy as np
 
 from .. import dtypes as D
 from ..errors import GraphInputError
-from .format import Graph, TensorSpec
+from ..graph.format import Graph, TensorSpec
 
 
 def add_run_parser(subparsers: Any) -> None:
@@ -87,7 +87,7 @@ def _show(shape: tuple[int, ...]) -> str:
 
 def _run(args: argparse.Namespace) -> int:
     from ..cli import UsageError
-    from . import load
+    from ..graph import load
 
     started = time.perf_counter()
     prog = load(args.graph, device=args.device)

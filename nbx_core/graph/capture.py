@@ -8,7 +8,7 @@ same tensors at every replay (each replay overwrites them: copy what you keep).
 A program whose ops read device values back on the host during the run (data-dependent sizes,
 ``item()``, in-place index writes that check their indices first) cannot be captured; capture
 fails with a GraphError naming the cause. Device-side checks of the captured ops (out-of-range
-indices, :mod:`nbx_core.checks`) are re-armed at every replay and raise at the next host wait.
+indices, :mod:`nbx_core.runtime.checks`) are re-armed at every replay and raise at the next host wait.
 Shapes, dtypes and devices of later inputs must equal the captured ones.
 """
 
@@ -18,10 +18,10 @@ import itertools
 from collections.abc import Mapping
 from typing import Any
 
-from .. import checks
 from ..errors import DeviceError, GraphError, GraphInputError
 from ..memory import cuda as _cuda
 from ..ops.copy import copy_
+from ..runtime import checks
 from ..tensor import NBXTensor
 from .runner import Program
 

@@ -282,7 +282,7 @@ class Program:
         if isinstance(value, np.ndarray):
             value = from_numpy(value)
         elif not isinstance(value, NBXTensor) and hasattr(value, "__dlpack__"):
-            from ..dlpack import from_dlpack
+            from ..tensor.dlpack import from_dlpack
 
             value = from_dlpack(value)
         if not isinstance(value, NBXTensor):

@@ -24,8 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from importlib import metadata
 
-from . import opnames
-from .errors import PluginLoadError, RegistryConfigError, RegistryError
+from .. import opnames
+from ..errors import PluginLoadError, RegistryConfigError, RegistryError
 from .registry import CORE_PLUGIN, PluginInfo, Provenance, Registry, plugin_load_error
 
 ENTRY_POINT_GROUP = "nbx.plugins"

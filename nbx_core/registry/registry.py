@@ -9,7 +9,7 @@ Strict by design:
 
 Lookup tries the exact ``ns::op.overload`` key, then ``ns::op``. String targets
 (``"pkg.module:attr"``) are imported on first lookup and cached, so listing imports no kernel.
-Plugins are discovered and loaded by :mod:`nbx_core.plugins`; :func:`get_registry` gives the
+Plugins are discovered and loaded by :mod:`nbx_core.registry.loader`; :func:`get_registry` gives the
 process-wide registry loaded from the installed entry points.
 """
 
@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 import pluggy
 
-from . import hookspec, opnames
-from .errors import (
+from .. import opnames
+from ..errors import (
     DuplicateKernelError,
     InvalidTargetError,
     KernelImportError,
@@ -34,9 +34,10 @@ from .errors import (
     RegistryError,
     UnresolvedOpError,
 )
+from . import hookspec
 
 if TYPE_CHECKING:
-    from .plugins import RegistryConfig
+    from .loader import RegistryConfig
 
 CORE_PLUGIN = "core"
 _DOTTED = rf"{opnames.IDENTIFIER}(?:\.{opnames.IDENTIFIER})*"
@@ -225,7 +226,7 @@ class _Resolution:
 class Registry:
     """Op names to kernels, loaded from plugins.
 
-    Build one with :func:`nbx_core.plugins.load_registry` (discovery through entry points) or
+    Build one with :func:`nbx_core.registry.loader.load_registry` (discovery through entry points) or
     directly, adding plugin objects with :meth:`add_plugin`. ``prefer`` maps an op name to the
     plugin chosen among its providers.
     """
@@ -513,7 +514,7 @@ def get_registry() -> Registry:
     if registry is None:
         with _default_lock:
             if _default is None:
-                from .plugins import load_registry  # plugins imports this module
+                from .loader import load_registry  # loader imports this module
 
                 _default = load_registry(_default_config)
             registry = _default

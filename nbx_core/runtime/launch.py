@@ -19,9 +19,9 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any
 
-from . import backend as _backend
-from .errors import BackendError, DeviceError, NbxTypeError
-from .tensor import NBXTensor
+from .. import backend as _backend
+from ..errors import BackendError, DeviceError, NbxTypeError
+from ..tensor import NBXTensor
 
 BACKEND = _backend.current()
 
@@ -110,7 +110,7 @@ if BACKEND == "aot":
 
     triton.runtime.driver.set_active(_AotDriver())
 elif BACKEND == "cuda":
-    from .memory import cuda as _cuda
+    from ..memory import cuda as _cuda
 
 compiled_variants: set[tuple] = set()
 """Signatures the aot backend compiled in this process (tests read it to report coverage)."""

@@ -13,13 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from . import backend as _backend
-from . import dtypes as D
-from .device import CPU, Device, as_device
-from .errors import DeviceError, NbxTypeError, NbxValueError
-from .memory import allocate
-from .memory.host import HostStorage
-from .shape import contiguous_strides, is_contiguous, numel
+from .. import backend as _backend
+from .. import dtypes as D
+from ..device import CPU, Device, as_device
+from ..errors import DeviceError, NbxTypeError, NbxValueError
+from ..memory import allocate
+from ..memory.host import HostStorage
+from ..shape import contiguous_strides, is_contiguous, numel
 
 # The aot backend runs no kernel, so new memory would stay whatever it was: it is zeroed there to
 # keep data-dependent host logic (sizes read back from a result) bounded.
@@ -55,14 +55,14 @@ class NBXTensor:
     def size(self, dim: int | None = None):
         if dim is None:
             return self._shape
-        from .shape import wrap_dim
+        from ..shape import wrap_dim
 
         return self._shape[wrap_dim("size", dim, self.ndim)] if self.ndim else 1
 
     def stride(self, dim: int | None = None):
         if dim is None:
             return self._strides
-        from .shape import wrap_dim
+        from ..shape import wrap_dim
 
         return self._strides[wrap_dim("stride", dim, self.ndim)] if self.ndim else 1
 
@@ -159,7 +159,7 @@ class NBXTensor:
                 device, dtype = a.device, a.dtype
             else:
                 device = a
-        from .ops.copy import _to_copy
+        from ..ops.copy import _to_copy
 
         dev = as_device(device) if device is not None else self.device
         dt = D.as_dtype(dtype) if dtype is not None else self.dtype

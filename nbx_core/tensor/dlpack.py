@@ -9,10 +9,10 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
-from . import dtypes as D
-from .device import CPU, Device
-from .errors import DeviceError, NbxTypeError
-from .tensor import NBXTensor
+from .. import dtypes as D
+from ..device import CPU, Device
+from ..errors import DeviceError, NbxTypeError
+from .core import NBXTensor
 
 _CPU, _CUDA = 1, 2
 _CODES = {  # DLDataTypeCode per NBX dtype
@@ -83,7 +83,7 @@ def dlpack_device(t: NBXTensor) -> tuple[int, int]:
 def to_dlpack(t: NBXTensor, stream: Any = None, max_version: Any = None) -> Any:
     """A "dltensor" capsule viewing ``t``'s memory; NBX work is on the default stream already."""
     if t.device.type == "cuda":
-        from .memory.cuda import synchronize
+        from ..memory.cuda import synchronize
 
         if stream not in (None, 1, 2):
             synchronize(t.device)
@@ -132,12 +132,12 @@ class _DLStorage:
         return self
 
     def copy_from_host(self, dst_offset: int, src_ptr: int, nbytes: int) -> None:
-        from .memory.cuda import CudaStorage
+        from ..memory.cuda import CudaStorage
 
         CudaStorage(self.ptr, self.nbytes, self.device).copy_from_host(dst_offset, src_ptr, nbytes)
 
     def copy_to_host(self, src_offset: int, dst_ptr: int, nbytes: int) -> None:
-        from .memory.cuda import CudaStorage
+        from ..memory.cuda import CudaStorage
 
         CudaStorage(self.ptr, self.nbytes, self.device).copy_to_host(src_offset, dst_ptr, nbytes)
 
@@ -184,7 +184,7 @@ def from_dlpack(obj: Any) -> NBXTensor:
     if dl.strides:
         strides = tuple(dl.strides[i] for i in range(dl.ndim))
     else:
-        from .shape import contiguous_strides
+        from ..shape import contiguous_strides
 
         strides = contiguous_strides(shape)
     if any(s < 0 for s in strides):

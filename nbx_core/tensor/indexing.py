@@ -10,10 +10,10 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
-from . import dtypes as D
-from .errors import IndexOutOfRangeError, NbxTypeError
-from .ops import views
-from .tensor import NBXTensor, tensor
+from .. import dtypes as D
+from ..errors import IndexOutOfRangeError, NbxTypeError
+from ..ops import views
+from .core import NBXTensor, tensor
 
 
 def _expand_key(self: NBXTensor, key: Any) -> list[Any]:
@@ -94,13 +94,13 @@ def getitem(self: NBXTensor, key: Any) -> NBXTensor:
     view, advanced = _basic(self, key)
     if advanced is None:
         return view if view is not self else views.alias(self)
-    from .registry import get_registry
+    from ..registry import get_registry
 
     return get_registry().call("aten::index", view, _index_list(advanced))
 
 
 def setitem(self: NBXTensor, key: Any, value: Any) -> None:
-    from .ops.copy import copy_, fill_
+    from ..ops.copy import copy_, fill_
 
     view, advanced = _basic(self, key)
     if advanced is None:
@@ -109,7 +109,7 @@ def setitem(self: NBXTensor, key: Any, value: Any) -> None:
         else:
             fill_(view, value)
         return
-    from .registry import get_registry
+    from ..registry import get_registry
 
     if not isinstance(value, NBXTensor):
         value = tensor(value, dtype=self.dtype, device=self.device)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .tensor import NBXTensor
+from .core import NBXTensor
 
 _bound = False
 
@@ -23,10 +23,10 @@ def bind_ops() -> bool:
     if _bound:
         return False
     _bound = True
-    from .ops import copy as _copy
-    from .ops import join as _join
-    from .ops import scalar as _scalar
-    from .ops import views as _views
+    from ..ops import copy as _copy
+    from ..ops import join as _join
+    from ..ops import scalar as _scalar
+    from ..ops import views as _views
 
     methods = {
         "view": _views.view, "view_as": _views.view_as, "reshape": _views.reshape,
@@ -51,7 +51,7 @@ def bind_ops() -> bool:
 
 
 def _call(name: str, *args: Any, **kwargs: Any) -> Any:
-    from .registry import get_registry
+    from ..registry import get_registry
 
     return get_registry().call(name, *args, **kwargs)
 

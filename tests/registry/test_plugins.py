@@ -15,8 +15,15 @@ from nbx_core.errors import (
     RegistryError,
     UnresolvedOpError,
 )
-from nbx_core.plugins import RegistryConfig, discover_plugins, load_registry
-from nbx_core.registry import Registry, get_registry, reset_registry, set_registry
+from nbx_core.registry import (
+    Registry,
+    RegistryConfig,
+    discover_plugins,
+    get_registry,
+    load_registry,
+    reset_registry,
+    set_registry,
+)
 
 
 def load(site, config=None, strict=False) -> Registry:

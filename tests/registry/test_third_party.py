@@ -11,7 +11,7 @@ import pytest
 import nbx_core
 from nbx_core.backend import kernel_device_type
 from nbx_core.errors import DuplicateKernelError
-from nbx_core.plugins import RegistryConfig, load_registry
+from nbx_core.registry import RegistryConfig, load_registry
 from nbx_core.testing import numeric
 
 SELECT = ["--no-autoload", "--plugins", "acme,other"]  # ignore any other plugin installed here

@@ -19,8 +19,8 @@ there is one). 64-bit dtypes (int64, float64) do not fit a packed key: they use 
 rows they appear in.
 """
 
-# nbx_core.launch picks the backend, which must happen before Triton is first imported.
-from nbx_core.launch import BACKEND, cdiv, launch, next_pow2
+# nbx_core.runtime.launch picks the backend, which must happen before Triton is first imported.
+from nbx_core.runtime.launch import BACKEND, cdiv, launch, next_pow2
 
 # isort: split
 import triton
@@ -28,8 +28,8 @@ import triton.language as tl
 
 from nbx_core import dtypes as D
 from nbx_core.errors import IndexOutOfRangeError, NbxTypeError, NbxValueError
-from nbx_core.kernels.copy import copy_into
 from nbx_core.ops import views as V
+from nbx_core.runtime.kernels.copy import copy_into
 from nbx_core.shape import wrap_dim
 from nbx_core.tensor import NBXTensor, empty_tensor
 

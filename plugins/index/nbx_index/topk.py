@@ -17,8 +17,8 @@ Lanes past the row's end hold the largest key with positions ``>= n``: in (key, 
 they come after every element, so they are never taken, even when the row holds that key too.
 """
 
-# nbx_core.launch picks the backend, which must happen before Triton is first imported.
-from nbx_core.launch import BACKEND, launch, next_pow2
+# nbx_core.runtime.launch picks the backend, which must happen before Triton is first imported.
+from nbx_core.runtime.launch import BACKEND, launch, next_pow2
 
 # isort: split
 import triton
