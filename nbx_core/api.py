@@ -37,9 +37,7 @@ from .ops.creation import (
 )
 from .ops.join import cat, stack
 from .ops.views import broadcast_tensors
-from .tensor import NBXTensor, from_numpy, tensor
-from .tensor import methods as _methods  # noqa: F401  (binds NBXTensor's methods and operators)
-from .tensor.dlpack import from_dlpack
+from .tensor import NBXTensor, from_dlpack, from_numpy, tensor
 
 bool = bool_  # noqa: A001  (torch spells it nbx.bool too)
 

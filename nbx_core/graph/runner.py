@@ -25,7 +25,7 @@ from ..errors import (
 )
 from ..registry import Registry, get_registry
 from ..shape import infer_size
-from ..tensor import NBXTensor, from_numpy
+from ..tensor import NBXTensor, from_dlpack, from_numpy
 from .aliases import VIEW_OPS, is_in_place
 from .format import DeviceArg, Graph, Node, Ref, Sym, TensorSpec
 from .symbolic import Expr
@@ -282,8 +282,6 @@ class Program:
         if isinstance(value, np.ndarray):
             value = from_numpy(value)
         elif not isinstance(value, NBXTensor) and hasattr(value, "__dlpack__"):
-            from ..tensor.dlpack import from_dlpack
-
             value = from_dlpack(value)
         if not isinstance(value, NBXTensor):
             raise GraphInputError(f"{self.graph.file}: input {spec.name!r} is a {type(value).__name__}; pass an "

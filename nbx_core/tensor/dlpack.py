@@ -1,4 +1,5 @@
-"""DLPack exchange both ways, zero-copy: ``NBXTensor.__dlpack__`` and :func:`from_dlpack`.
+"""DLPack exchange both ways, zero-copy: ``NBXTensor.__dlpack__`` and ``from_dlpack`` (whose
+tensor :mod:`nbx_core.tensor.core` builds from :func:`unpack`, this module sitting below the class).
 
 Capsules follow the unversioned DLPack ABI (``DLManagedTensor``, capsule name "dltensor"), which
 numpy, torch, CuPy and JAX all read and write.
@@ -12,7 +13,6 @@ from typing import Any
 from .. import dtypes as D
 from ..device import CPU, Device
 from ..errors import DeviceError, NbxTypeError
-from .core import NBXTensor
 
 _CPU, _CUDA = 1, 2
 _CODES = {  # DLDataTypeCode per NBX dtype
@@ -76,12 +76,12 @@ def _capsule_destructor(capsule: int) -> None:
         _exported.pop(ptr, None)
 
 
-def dlpack_device(t: NBXTensor) -> tuple[int, int]:
+def dlpack_device(t: Any) -> tuple[int, int]:
     return (_CUDA, t.device.index) if t.device.type == "cuda" else (_CPU, 0)
 
 
-def to_dlpack(t: NBXTensor, stream: Any = None, max_version: Any = None) -> Any:
-    """A "dltensor" capsule viewing ``t``'s memory; NBX work is on the default stream already."""
+def to_dlpack(t: Any, stream: Any = None, max_version: Any = None) -> Any:
+    """A "dltensor" capsule viewing the memory of NBXTensor ``t``; NBX work is on the default stream already."""
     if t.device.type == "cuda":
         from ..memory.cuda import synchronize
 
@@ -157,10 +157,8 @@ class _HostBytes:
         }
 
 
-def from_dlpack(obj: Any) -> NBXTensor:
-    """An NBXTensor sharing the memory of any DLPack producer (numpy, torch, CuPy, JAX …)."""
-    if isinstance(obj, NBXTensor):
-        return obj
+def unpack(obj: Any) -> tuple[_DLStorage, tuple[int, ...], tuple[int, ...], D.DType]:
+    """The storage, shape, strides (elements) and dtype of a DLPack producer's tensor, sharing its memory."""
     if not hasattr(obj, "__dlpack__"):
         raise NbxTypeError(f"from_dlpack: {type(obj).__name__} does not implement __dlpack__")
     kind, _ = obj.__dlpack_device__()
@@ -192,5 +190,4 @@ def from_dlpack(obj: Any) -> NBXTensor:
     item = dtype.itemsize
     extent = (1 + sum((n - 1) * s for n, s in zip(shape, strides, strict=True))) * item if all(shape) else 0
     base = (dl.data or 0) + dl.byte_offset
-    storage = _DLStorage(managed, base, extent, device)
-    return NBXTensor(storage, shape, strides, 0, dtype)
+    return _DLStorage(managed, base, extent, device), shape, strides, dtype
