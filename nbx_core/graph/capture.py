@@ -23,7 +23,6 @@ from ..memory import cuda as _cuda
 from ..ops.copy import copy_
 from ..runtime import checks
 from ..tensor import NBXTensor
-from .runner import Program
 
 _ids = itertools.count(1)
 
@@ -31,7 +30,7 @@ _ids = itertools.count(1)
 class CapturedProgram:
     """A Program recorded as one CUDA graph; call it like the Program (keywords or positions)."""
 
-    def __init__(self, program: Program, inputs: dict[str, NBXTensor], outputs: dict[str, NBXTensor],
+    def __init__(self, program: Any, inputs: dict[str, NBXTensor], outputs: dict[str, NBXTensor],
                  graph: Any, exec_: Any, stream: Any, device_checks: list[Any]) -> None:
         self.program = program
         self._inputs = inputs
@@ -70,8 +69,9 @@ class CapturedProgram:
         return values[0] if len(values) == 1 else values
 
 
-def capture(program: Program, *args: Any, **kwargs: Any) -> CapturedProgram:
-    """Record one run of ``program`` on these inputs as a CUDA graph (cuda backend only)."""
+def capture(program: Any, *args: Any, **kwargs: Any) -> CapturedProgram:
+    """Record one run of ``program`` (a :class:`~nbx_core.graph.runner.Program`, whose module imports
+    this one) on these inputs as a CUDA graph (cuda backend only)."""
     from ..backend import current
 
     if current() != "cuda" or program.device.type != "cuda":

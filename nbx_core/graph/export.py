@@ -35,7 +35,8 @@ from .. import dtypes as D
 from ..errors import DuplicateKernelError, ExportError, NbxError, UnresolvedOpError
 from ..registry import Registry, get_registry
 from . import aliases
-from .format import FORMAT, VERSION, ref, save, scalar, sym
+from .format import FORMAT, VERSION, ref, scalar, sym
+from .writer import save
 
 _KIND = {InputKind.PARAMETER: "parameter", InputKind.BUFFER: "buffer", InputKind.CONSTANT_TENSOR: "constant"}
 _SYM_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)

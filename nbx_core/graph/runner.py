@@ -27,6 +27,7 @@ from ..registry import Registry, get_registry
 from ..shape import infer_size
 from ..tensor import NBXTensor, from_dlpack, from_numpy
 from .aliases import VIEW_OPS, is_in_place
+from .capture import CapturedProgram, capture
 from .format import DeviceArg, Graph, Node, Ref, Sym, TensorSpec
 from .symbolic import Expr
 
@@ -230,10 +231,8 @@ class Program:
                 self._registry.call("aten::copy_", env[mutation.target], env[mutation.value])
         return results
 
-    def capture(self, *args: Any, **kwargs: Any) -> Any:
+    def capture(self, *args: Any, **kwargs: Any) -> CapturedProgram:
         """Record one run on these inputs as a CUDA graph; see :mod:`nbx_core.graph.capture`."""
-        from .capture import capture
-
         return capture(self, *args, **kwargs)
 
     def _execute(self, node: Node, env: dict[str, Any], dims: Mapping[str, int]) -> None:
