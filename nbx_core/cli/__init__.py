@@ -7,7 +7,8 @@ that choose nothing) or names are missing; 2 bad usage (a flag, a contradictory 
 an unreadable file).
 
 ``nbx run`` belongs to :mod:`nbx_core.cli.run`, which must define ``add_run_parser(subparsers)``:
-it adds a ``run`` parser (built with ``parents=[registry_options()]`` to take the plugin flags) whose
+it adds a ``run`` parser (built with ``parents=[registry_options()]`` from :mod:`nbx_core.cli.options`
+to take the plugin flags) whose
 defaults set ``func``, a handler ``(args) -> int``. Before any handler runs, ``main`` installs the
 plugin selection of the flags for :func:`nbx_core.registry.get_registry`. That module is imported
 only when the command is ``run``, so auditing never imports the graph runner or kernels.
@@ -33,28 +34,10 @@ from ..errors import (
     UnresolvedOpError,
 )
 from ..registry import Entry, Registry, RegistryConfig, load_registry, parse_preferences, reset_registry, split_names
+from .options import UsageError, registry_options
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 JSON_SCHEMA = 1
-
-
-class UsageError(NbxError):
-    """The command line asks for something that cannot be done (exit code 2)."""
-
-
-def registry_options() -> argparse.ArgumentParser:
-    """A parent parser with the plugin-selection flags, which mirror the NBX_* variables."""
-    parser = argparse.ArgumentParser(add_help=False)
-    group = parser.add_argument_group("plugin selection (added to the NBX_* environment variables)")
-    group.add_argument("--disable-plugin", action="append", default=[], metavar="NAME",
-                       help="do not load plugin NAME (repeatable; NBX_DISABLE_PLUGINS)")
-    group.add_argument("--no-autoload", action="store_true",
-                       help="load only core and the --plugins allow-list (NBX_DISABLE_PLUGIN_AUTOLOAD=1)")
-    group.add_argument("--plugins", metavar="A,B",
-                       help="allow-list of plugins to load besides core; implies --no-autoload (NBX_PLUGINS)")
-    group.add_argument("--prefer", action="append", default=[], metavar="OP=PLUGIN",
-                       help="choose PLUGIN among the providers of OP (repeatable; NBX_PREFER)")
-    return parser
 
 
 def config_from_args(args: argparse.Namespace) -> RegistryConfig:

@@ -19,12 +19,11 @@ import numpy as np
 from .. import dtypes as D
 from ..errors import GraphInputError
 from ..graph.format import Graph, TensorSpec
+from .options import UsageError, registry_options
 
 
 def add_run_parser(subparsers: Any) -> None:
     """Add the ``run`` command (nbx_core.cli's contract: defaults set ``func``)."""
-    from ..cli import registry_options
-
     run = subparsers.add_parser("run", parents=[registry_options()], help="run an NBX graph",
                                 description=__doc__.split("\n\n", 1)[1],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -41,8 +40,6 @@ def add_run_parser(subparsers: Any) -> None:
 
 
 def _pairs(items: list[str], flag: str) -> dict[str, str]:
-    from ..cli import UsageError
-
     out = {}
     for item in items:
         name, sep, value = item.partition("=")
@@ -53,8 +50,6 @@ def _pairs(items: list[str], flag: str) -> dict[str, str]:
 
 
 def _read_npy(name: str, file: str) -> np.ndarray:
-    from ..cli import UsageError
-
     try:
         return np.load(file, allow_pickle=False)
     except (OSError, ValueError) as exc:
@@ -86,7 +81,6 @@ def _show(shape: tuple[int, ...]) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..cli import UsageError
     from ..graph import load
 
     started = time.perf_counter()
