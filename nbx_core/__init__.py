@@ -42,10 +42,9 @@ from .errors import (
     UnresolvedOpError,
 )
 from .registry.hookspec import hookimpl
+from .version import __version__
 
 _backend.preconfigure()
-
-__version__ = "0.1.0"
 
 __all__ = [
     "BackendError", "DeviceError", "DuplicateKernelError", "ExportError", "GraphArityError", "GraphError",

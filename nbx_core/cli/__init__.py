@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import __version__, opnames
+from .. import opnames
 from ..errors import (
     DuplicateKernelError,
     InvalidOpNameError,
@@ -34,6 +34,7 @@ from ..errors import (
     UnresolvedOpError,
 )
 from ..registry import Entry, Registry, RegistryConfig, load_registry, parse_preferences, reset_registry, split_names
+from ..version import __version__
 from .options import UsageError, registry_options
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2

@@ -30,10 +30,11 @@ import torch.utils._pytree as pytree
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind, TensorArgument
 
-from .. import __version__, opnames
 from .. import dtypes as D
+from .. import opnames
 from ..errors import DuplicateKernelError, ExportError, NbxError, UnresolvedOpError
 from ..registry import Registry, get_registry
+from ..version import __version__
 from . import aliases
 from .format import FORMAT, VERSION, ref, scalar, sym
 from .writer import save
