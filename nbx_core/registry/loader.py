@@ -259,7 +259,10 @@ def _load_one(registry: Registry, plugin: DiscoveredPlugin) -> None:
 
 _default: Registry | None = None
 _default_config: RegistryConfig | None = None
-_default_lock = threading.Lock()
+# Reentrant: a plugin that reaches get_registry() while it loads (an NBXTensor method calls it)
+# gets an error instead of waiting on its own thread.
+_default_lock = threading.RLock()
+_loading = False
 
 
 def get_registry() -> Registry:
@@ -268,12 +271,22 @@ def get_registry() -> Registry:
     The selection comes from the NBX_* environment variables, or from the config given to
     :func:`reset_registry`. A failed load raises and is retried on the next call.
     """
-    global _default
+    global _default, _loading
     registry = _default
     if registry is None:
         with _default_lock:
             if _default is None:
-                _default = load_registry(_default_config)
+                if _loading:
+                    raise RegistryError(
+                        "the process-wide registry was used while it loads: a plugin module or hook called "
+                        "get_registry() or an NBXTensor op method (view, clone, +, indexing ...), which run "
+                        "through the registry; a hook may only register names: use tensors in kernels"
+                    )
+                _loading = True
+                try:
+                    _default = load_registry(_default_config)
+                finally:
+                    _loading = False
             registry = _default
     return registry
 
