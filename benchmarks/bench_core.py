@@ -61,8 +61,8 @@ def host_overhead(h) -> None:
     import triton
     import triton.language as tl
 
-    from nbx_core import pointwise as pw
     from nbx_core.registry import get_registry
+    from nbx_core.runtime import pointwise as pw
 
     @triton.jit
     def _add(a, b, c, n, BLOCK: tl.constexpr):

@@ -2,7 +2,7 @@
 8192 tokens, bf16) and sort / topk(k=50) over the last dim of 4096 x 32000 float32 logits.
 
 Targets (issue 10): the gathers at least 1.0x torch, sort and topk at least 0.7x. Every NBX call
-checks its indices on the device; the flag is read at the next host wait (nbx_core.checks), as
+checks its indices on the device; the flag is read at the next host wait (nbx_core.runtime.checks), as
 torch's device asserts are.
 """
 

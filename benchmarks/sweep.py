@@ -28,7 +28,7 @@ HERE = Path(__file__).parent
 def sweep_norm(h) -> None:
     from nbx_norm import layer_norm as ln
 
-    from nbx_core.launch import next_pow2
+    from nbx_core.runtime.launch import next_pow2
 
     base_tile, base_warps = ln._TILE, ln._num_warps
     for m, n in [(8192, 4096), (4096, 32768), (16384, 768)]:
@@ -60,7 +60,7 @@ def sweep_norm(h) -> None:
 
 def _pointwise_dtype(h, ops: dict, dtype: str) -> None:
     """The issue's 2^28-element ops in one dtype at each (bytes per thread, warps) candidate."""
-    import nbx_core.pointwise as P
+    import nbx_core.runtime.pointwise as P
 
     n = 1 << 28
     a, b, c = h.randn((n,), dtype), h.randn((n,), dtype), h.randn((n,), "bool")
@@ -81,7 +81,7 @@ def _pointwise_dtype(h, ops: dict, dtype: str) -> None:
 
 
 def sweep_pointwise(h) -> None:
-    import nbx_core.pointwise as P
+    import nbx_core.runtime.pointwise as P
     from nbx_core.registry import get_registry
 
     reg = get_registry()

@@ -15,6 +15,7 @@ import types
 from typing import Any
 
 from . import backend as _backend
+from . import deprecated as _deprecated
 from .errors import (
     BackendError,
     DeviceError,
@@ -42,11 +43,11 @@ from .errors import (
     ShapeError,
     UnresolvedOpError,
 )
-from .hookspec import hookimpl
+from .registry.hookspec import hookimpl
+from .version import __version__
 
 _backend.preconfigure()
-
-__version__ = "0.1.0"
+_deprecated.install()
 
 __all__ = [
     "BackendError", "DeviceError", "DuplicateKernelError", "ExportError", "GraphArityError", "GraphError",
@@ -66,9 +67,11 @@ _NAMES_SHADOWING_SUBMODULES = frozenset({"tensor"})
 
 def __getattr__(name: str) -> Any:
     missing = f"module {__name__!r} has no attribute {name!r}"
-    # Private names: introspection (pytest, inspect, copy) must not import the API. Submodules:
-    # ``from . import dtypes`` probes the attribute before importing the submodule.
-    is_submodule = importlib.machinery.PathFinder.find_spec(f"{__name__}.{name}", __path__) is not None
+    # Private names: introspection (pytest, inspect, copy) must not import the API. Submodules
+    # (and moved ones, nbx_core.deprecated): ``from . import dtypes`` probes the attribute before
+    # importing the submodule.
+    is_submodule = (importlib.machinery.PathFinder.find_spec(f"{__name__}.{name}", __path__) is not None
+                    or _deprecated.new_path(f"{__name__}.{name}") is not None)
     if name.startswith("_") or (is_submodule and name not in _NAMES_SHADOWING_SUBMODULES):
         raise AttributeError(missing)
     module_name = _LAZY_MODULES.get(name, _API)

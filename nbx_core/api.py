@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from . import methods as _methods  # noqa: F401  (binds NBXTensor's methods and operators)
 from .device import Device
-from .dlpack import from_dlpack
 from .dtypes import (
     DType,
     bfloat16,
@@ -39,7 +37,7 @@ from .ops.creation import (
 )
 from .ops.join import cat, stack
 from .ops.views import broadcast_tensors
-from .tensor import NBXTensor, from_numpy, tensor
+from .tensor import NBXTensor, from_dlpack, from_numpy, tensor
 
 bool = bool_  # noqa: A001  (torch spells it nbx.bool too)
 

@@ -16,9 +16,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 @pytest.fixture(autouse=True)
 def _device_checks_read():
-    """Read pending device-side checks (nbx_core.checks) when each test ends, so that an error a
+    """Read pending device-side checks (nbx_core.runtime.checks) when each test ends, so that an error a
     test left unread fails that test rather than a later one in the same worker."""
     yield
-    from nbx_core import checks
+    from nbx_core.runtime import checks
 
     checks.verify()

@@ -17,9 +17,10 @@ from pathlib import Path
 
 from ..device import Device
 from ..registry import Registry
-from .format import FORMAT, VERSION, Graph, TensorSpec, save
+from .format import FORMAT, VERSION, Graph, TensorSpec
 from .runner import Program
 from .validate import load_weights, read_graph
+from .writer import save
 
 __all__ = ["FORMAT", "VERSION", "Graph", "Program", "TensorSpec", "load", "read_graph", "required_ops", "save"]
 

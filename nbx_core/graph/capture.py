@@ -8,7 +8,7 @@ same tensors at every replay (each replay overwrites them: copy what you keep).
 A program whose ops read device values back on the host during the run (data-dependent sizes,
 ``item()``, in-place index writes that check their indices first) cannot be captured; capture
 fails with a GraphError naming the cause. Device-side checks of the captured ops (out-of-range
-indices, :mod:`nbx_core.checks`) are re-armed at every replay and raise at the next host wait.
+indices, :mod:`nbx_core.runtime.checks`) are re-armed at every replay and raise at the next host wait.
 Shapes, dtypes and devices of later inputs must equal the captured ones.
 """
 
@@ -18,12 +18,11 @@ import itertools
 from collections.abc import Mapping
 from typing import Any
 
-from .. import checks
 from ..errors import DeviceError, GraphError, GraphInputError
 from ..memory import cuda as _cuda
 from ..ops.copy import copy_
+from ..runtime import checks
 from ..tensor import NBXTensor
-from .runner import Program
 
 _ids = itertools.count(1)
 
@@ -31,7 +30,7 @@ _ids = itertools.count(1)
 class CapturedProgram:
     """A Program recorded as one CUDA graph; call it like the Program (keywords or positions)."""
 
-    def __init__(self, program: Program, inputs: dict[str, NBXTensor], outputs: dict[str, NBXTensor],
+    def __init__(self, program: Any, inputs: dict[str, NBXTensor], outputs: dict[str, NBXTensor],
                  graph: Any, exec_: Any, stream: Any, device_checks: list[Any]) -> None:
         self.program = program
         self._inputs = inputs
@@ -70,8 +69,9 @@ class CapturedProgram:
         return values[0] if len(values) == 1 else values
 
 
-def capture(program: Program, *args: Any, **kwargs: Any) -> CapturedProgram:
-    """Record one run of ``program`` on these inputs as a CUDA graph (cuda backend only)."""
+def capture(program: Any, *args: Any, **kwargs: Any) -> CapturedProgram:
+    """Record one run of ``program`` (a :class:`~nbx_core.graph.runner.Program`, whose module imports
+    this one) on these inputs as a CUDA graph (cuda backend only)."""
     from ..backend import current
 
     if current() != "cuda" or program.device.type != "cuda":

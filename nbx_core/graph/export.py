@@ -30,13 +30,15 @@ import torch.utils._pytree as pytree
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind, TensorArgument
 
-from .. import __version__, opnames
 from .. import dtypes as D
+from .. import opnames
 from ..errors import DuplicateKernelError, ExportError, NbxError, UnresolvedOpError
 from ..registry import Registry, get_registry
+from ..version import __version__
 from . import aliases
-from .format import FORMAT, VERSION, ref, save, scalar, sym
+from .format import FORMAT, VERSION, ref, scalar, sym
 from .symbolic import LIMIT
+from .writer import save
 
 _KIND = {InputKind.PARAMETER: "parameter", InputKind.BUFFER: "buffer", InputKind.CONSTANT_TENSOR: "constant"}
 _SYM_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)

@@ -29,8 +29,9 @@ from ..errors import (
 )
 from ..registry import Registry, get_registry
 from ..shape import infer_size
-from ..tensor import NBXTensor, from_numpy
+from ..tensor import NBXTensor, from_dlpack, from_numpy
 from .aliases import VIEW_OPS, is_in_place
+from .capture import CapturedProgram, capture
 from .format import DeviceArg, Graph, Node, Ref, Sym, TensorSpec
 from .symbolic import Expr
 
@@ -276,10 +277,8 @@ class Program:
                     self._registry.call("aten::copy_", env[mutation.target], env[mutation.value])
         return results
 
-    def capture(self, *args: Any, **kwargs: Any) -> Any:
+    def capture(self, *args: Any, **kwargs: Any) -> CapturedProgram:
         """Record one run on these inputs as a CUDA graph; see :mod:`nbx_core.graph.capture`."""
-        from .capture import capture
-
         return capture(self, *args, **kwargs)
 
     def _execute(self, node: Node, env: dict[str, Any], dims: Mapping[str, int]) -> None:
@@ -328,8 +327,6 @@ class Program:
         if isinstance(value, np.ndarray):
             value = from_numpy(value)
         elif not isinstance(value, NBXTensor) and hasattr(value, "__dlpack__"):
-            from ..dlpack import from_dlpack
-
             value = from_dlpack(value)
         if not isinstance(value, NBXTensor):
             raise GraphInputError(f"{self.graph.file}: input {spec.name!r} is a {type(value).__name__}; pass an "

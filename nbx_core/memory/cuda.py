@@ -264,7 +264,7 @@ def synchronize(device: Device | None = None) -> None:
 
 
 host_wait_hooks: list[Callable[[], None]] = []
-"""Called after the host has waited for the device (nbx_core.checks reads its flags there)."""
+"""Called after the host has waited for the device (nbx_core.runtime.checks reads its flags there)."""
 
 
 def _after_host_wait() -> None:

@@ -105,8 +105,8 @@ def _numpy_cast(arr: np.ndarray, dtype: D.DType) -> np.ndarray:
 
 
 def _copy_same_device(dst: NBXTensor, src: NBXTensor) -> None:
-    from ..kernels.copy import copy_into
-    from ..kernels.fill import fill_into
+    from ..runtime.kernels.copy import copy_into
+    from ..runtime.kernels.fill import fill_into
 
     if dst.device.type != kernel_device_type():
         _kernel_side("copy", dst)
@@ -266,7 +266,7 @@ def scalar_value(op: str, value: Any, dtype: D.DType) -> bool | int | float:
 
 def fill_(self: NBXTensor, value: Any) -> NBXTensor:
     """Set every element of ``self`` to ``value`` in place."""
-    from ..kernels.fill import fill_into
+    from ..runtime.kernels.fill import fill_into
 
     _check_writable("fill_", self)
     v = scalar_value("fill_", value, self.dtype)

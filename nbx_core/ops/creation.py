@@ -154,7 +154,7 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, lay
     else:
         n = max(math.ceil((end - start) / step), 0)
     out = empty_tensor((n,), dt, _device(device))
-    from ..kernels.fill import range_into
+    from ..runtime.kernels.fill import range_into
 
     if dt.is_integral and is_float:
         # torch truncates float bounds and step to the integer type before stepping.
@@ -175,7 +175,7 @@ def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, layout: Any
     out = empty_tensor((steps,), dt, _device(device))
     if steps == 1:
         return _filled("linspace", out, start)
-    from ..kernels.fill import range_into
+    from ..runtime.kernels.fill import range_into
 
     step = (end - start) / (steps - 1) if steps > 1 else 0.0
     range_into(out, float(start), step, end=float(end))

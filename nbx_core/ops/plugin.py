@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..hookspec import hookimpl
+from ..registry.hookspec import hookimpl
 
 _VIEWS = [
     "alias", "detach", "lift_fresh", "view", "_unsafe_view", "view_as", "reshape", "reshape_as", "flatten",

@@ -40,7 +40,7 @@ def equal(self: NBXTensor, other: NBXTensor) -> bool:
         return True
     import triton.language as tl
 
-    from ..kernels.compare import differs
+    from ..runtime.kernels.compare import differs
     from .copy import _to_copy
 
     common = D.promote_types(self.dtype, other.dtype)

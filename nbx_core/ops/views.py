@@ -109,9 +109,7 @@ def reshape(self: NBXTensor, *shape: Any) -> NBXTensor:
     strides = view_strides(self._shape, self._strides, target)
     if strides is not None:
         return _view(self, target, strides)
-    from .copy import contiguous as _contiguous
-
-    flat = _contiguous(self)
+    flat = self.contiguous()  # aten::contiguous from the registry: ops.copy imports this module
     return _view(flat, target, contiguous_strides(target))
 
 

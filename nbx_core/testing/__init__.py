@@ -173,9 +173,9 @@ def layouts(t: torch.Tensor) -> Iterator[tuple[str, torch.Tensor]]:
 
 def run_op(name: str, *args: Any, **kwargs: Any) -> Any:
     """Call ``name`` through the registry with torch tensors converted to NBXTensors; errors found
-    on the device (see :mod:`nbx_core.checks`) are raised here on every backend."""
-    from ..checks import verify
+    on the device (see :mod:`nbx_core.runtime.checks`) are raised here on every backend."""
     from ..registry import get_registry
+    from ..runtime.checks import verify
 
     out = get_registry().call(name, *from_torch(list(args)), **{k: from_torch(v) for k, v in kwargs.items()})
     verify()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nbx_core.launch import BACKEND
+from nbx_core.runtime.launch import BACKEND
 from nbx_core.testing import from_torch, make
 
 HOPPER_SMEM = 227 * 1024

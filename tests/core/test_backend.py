@@ -26,19 +26,19 @@ def _python(code: str, **env: str) -> subprocess.CompletedProcess:
 
 
 def test_unknown_backend_is_a_clear_error():
-    r = _python("import nbx_core.launch", NBX_BACKEND="tpu")
+    r = _python("import nbx_core.runtime.launch", NBX_BACKEND="tpu")
     assert r.returncode != 0
     assert "NBX_BACKEND='tpu' is not a backend: use one of cpu, cuda, aot" in r.stderr
 
 
 def test_backend_is_chosen_once_and_sets_the_interpreter():
-    r = _python("import os, nbx_core.launch as l; print(l.BACKEND, os.environ['TRITON_INTERPRET'])",
+    r = _python("import os, nbx_core.runtime.launch as l; print(l.BACKEND, os.environ['TRITON_INTERPRET'])",
                 NBX_BACKEND="cpu")
     assert r.stdout.split() == ["cpu", "1"]
 
 
 def test_aot_compiles_without_running():
-    r = _python("import nbx_core.api as n, nbx_core.launch as l; n.ones(3).t().contiguous(); "
+    r = _python("import nbx_core.api as n, nbx_core.runtime.launch as l; n.ones(3).t().contiguous(); "
                 "print(len(l.compiled_variants) > 0)", NBX_BACKEND="aot")
     assert r.stdout.strip() == "True", r.stderr
 
@@ -50,8 +50,8 @@ def test_device_tensor_on_host_backend_is_refused():
         ptr, nbytes = 0, 16
 
     t = NBXTensor(FakeDeviceStorage(), (4,), (1,), 0, nbx_core.float32)
-    from nbx_core.kernels.fill import _fill_kernel
-    from nbx_core.launch import launch
+    from nbx_core.runtime.kernels.fill import _fill_kernel
+    from nbx_core.runtime.launch import launch
 
     with pytest.raises(DeviceError, match="got a tensor on cuda:0"):
         launch(_fill_kernel, (1,), t, 0.0, 0, 4, (4,), (1,), FLOAT=True, NDIM=1, BLOCK=4, INT64=False)
@@ -86,8 +86,8 @@ def test_cuda_launch_cache_gives_the_same_results():
 
 
 def test_prepared_launch_runs_with_new_values_each_call():
-    from nbx_core.kernels.fill import _fill_kernel
-    from nbx_core.launch import prepare
+    from nbx_core.runtime.kernels.fill import _fill_kernel
+    from nbx_core.runtime.launch import prepare
 
     dev = "cuda" if current() == "cuda" else "cpu"
     run = prepare(_fill_kernel, (1,), (None, None, 0, 4, (4,), (1,)), (0, 1), FLOAT=True, NDIM=1, CONTIG=True,
@@ -128,8 +128,8 @@ def test_aot_refuses_a_kernel_over_the_shared_memory_limit(monkeypatch):
     # A kernel that compiles but could not launch (too much shared memory) is an error at compile time.
     from types import SimpleNamespace
 
-    from nbx_core import launch
     from nbx_core.errors import BackendError
+    from nbx_core.runtime import launch
 
     monkeypatch.setenv("NBX_AOT_TARGET", "sm_90")
     kernel = SimpleNamespace(__name__="_big_kernel")
@@ -164,7 +164,7 @@ from nbx_core.registry import Registry
 class Plugin:
     @nbx_core.hookimpl
     def nbx_register_kernels(self, registry):
-        registry.register("test::cast", "nbx_core.kernels.copy:cast_to")  # its module imports the launcher
+        registry.register("test::cast", "nbx_core.runtime.kernels.copy:cast_to")  # its module imports the launcher
 
 registry = Registry()
 registry.add_plugin("test", Plugin())
@@ -242,7 +242,7 @@ def test_installed_bindings_without_a_gpu_say_there_is_no_device(monkeypatch, lo
 _AOT_PROGRAM = """
 import sys
 import numpy as np
-import nbx_core.launch as launch
+import nbx_core.runtime.launch as launch
 from nbx_core.cli import main
 from nbx_core.errors import BackendError
 from nbx_core.graph import load

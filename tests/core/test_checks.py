@@ -1,11 +1,11 @@
-"""nbx_core.checks: device-side checks read at the next host wait, in launch order, then reset."""
+"""nbx_core.runtime.checks: device-side checks read at the next host wait, in launch order, then reset."""
 
 import pytest
 import torch
 
-from nbx_core import checks
 from nbx_core.backend import current
 from nbx_core.errors import IndexOutOfRangeError
+from nbx_core.runtime import checks
 from nbx_core.testing import from_torch, numeric
 
 index_select = pytest.importorskip("nbx_index.gather").index_select

@@ -1,4 +1,4 @@
-"""nbx_core.kernels.descriptors: when the copy engine can read a tensor, and whose memory it uses."""
+"""nbx_core.runtime.kernels.descriptors: when the copy engine can read a tensor, and whose memory it uses."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from nbx_core import dtypes as D
 from nbx_core.device import Device
-from nbx_core.kernels import descriptors
+from nbx_core.runtime.kernels import descriptors
 from nbx_core.tensor import empty_tensor
 
 # isort: split

@@ -18,15 +18,15 @@ import nbx_core
 from nbx_core.backend import current, kernel_device_type
 from nbx_core.errors import BackendError
 from nbx_core.graph import load, save
-from nbx_core.launch import launch
 from nbx_core.registry import Registry
+from nbx_core.runtime.launch import launch
 from nbx_core.testing import numeric
 
 runs_programs = pytest.mark.skipif(not numeric(), reason="the aot backend runs no program")
 
 # A kernel that calls Triton's own jit helpers (tl.sum, x.max()) and one of its module.
 _REDUCING_KERNEL = '''
-import nbx_core.launch
+import nbx_core.runtime.launch
 import triton
 import triton.language as tl
 
@@ -60,7 +60,7 @@ assert "TRITON_INTERPRET" not in os.environ and "triton.language" in sys.modules
 import numpy as np
 import nbx_core
 from nbx_core.graph import load
-from nbx_core.launch import launch
+from nbx_core.runtime.launch import launch
 
 sys.path.insert(0, sys.argv[2])
 from reducing_kernel import row_stats
@@ -179,7 +179,7 @@ def plus_one(x):
 '''
 
 _KERNEL_WITHOUT_TL = '''
-import nbx_core.launch
+import nbx_core.runtime.launch
 import triton
 from triton.language import constexpr
 
@@ -194,7 +194,7 @@ def add_one(x_ptr, n, BLOCK: constexpr):
 '''
 
 _KERNEL_WITH_NAMES = '''
-import nbx_core.launch
+import nbx_core.runtime.launch
 import triton
 from triton.language import arange, constexpr, load, program_id, store
 
@@ -236,7 +236,7 @@ def test_language_names_imported_by_name_are_an_error_that_says_what_to_write(tm
 
 
 _AUTOTUNED_KERNEL = '''
-import nbx_core.launch
+import nbx_core.runtime.launch
 import triton
 import triton.language as tl
 

@@ -1,4 +1,4 @@
-"""nbx_core.launch: what a kernel receives is what the caller passed, on every backend."""
+"""nbx_core.runtime.launch: what a kernel receives is what the caller passed, on every backend."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 
 from nbx_core import dtypes as D
 from nbx_core.backend import default_device
-from nbx_core.launch import launch
+from nbx_core.runtime.launch import launch
 from nbx_core.tensor import empty_tensor
 from nbx_core.testing import numeric, to_torch
 

@@ -97,7 +97,7 @@ import gc, os, sys
 import numpy as np
 import torch
 import nbx_core
-from nbx_core.dlpack import from_dlpack
+from nbx_core.tensor import from_dlpack
 
 class Cycle:
     pass

@@ -1,4 +1,4 @@
-"""nbx_core.kernels.tickets: the last program of a group to store its partial finishes the result."""
+"""nbx_core.runtime.kernels.tickets: the last program of a group to store its partial finishes the result."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 
 from nbx_core import dtypes as D
 from nbx_core.backend import default_device
-from nbx_core.kernels import tickets as T
-from nbx_core.launch import launch
+from nbx_core.runtime.kernels import tickets as T
+from nbx_core.runtime.launch import launch
 from nbx_core.tensor import empty_tensor
 from nbx_core.testing import from_torch, make, numeric, to_torch
 

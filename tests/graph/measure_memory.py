@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from nbx_core import NBXTensor
+from nbx_core.cli.run import generate
 from nbx_core.graph import load
-from nbx_core.graph.cli import generate
 
 
 def rss_mib() -> float:

@@ -12,7 +12,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-import nbx_core.graph.format as fmt
+import nbx_core.graph.writer as writer
 from nbx_core.errors import ExportError, GraphError, GraphFormatError
 from nbx_core.graph import read_graph, save
 from nbx_core.graph.validate import load_weights
@@ -57,7 +57,7 @@ def test_interrupted_save_leaves_old_graph_and_no_debris(tmp_path, doc, monkeypa
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(fmt, "write_safetensors", interrupted)
+    monkeypatch.setattr(writer, "write_safetensors", interrupted)
     doc["nodes"].pop()
     doc["outputs"][0]["name"] = "add"
     with pytest.raises(KeyboardInterrupt):

@@ -17,7 +17,7 @@ from nbx_core.errors import (
     GraphWeightsError,
 )
 from nbx_core.graph import load, read_graph, required_ops
-from nbx_core.graph.format import write_safetensors
+from nbx_core.graph.writer import write_safetensors
 
 from .conftest import base_weights, write
 

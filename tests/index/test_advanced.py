@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from nbx_core import checks
 from nbx_core.errors import IndexOutOfRangeError, NbxTypeError
+from nbx_core.runtime import checks
 from nbx_core.testing import assert_close, check_op, check_raises, from_torch, layouts, make, numeric, run_op, to_torch
 
 DTYPES = ["float32", "float16", "bfloat16", "int32", "bool"]

@@ -187,7 +187,7 @@ def test_tma_allocator_is_scoped_to_its_launches(monkeypatch):
     from nbx_linalg import matmul
     from triton.runtime import _allocation
 
-    from nbx_core.kernels import descriptors
+    from nbx_core.runtime.kernels import descriptors
 
     def users(size, alignment, stream):
         raise AssertionError("the caller's allocator must not serve NBX's launches")
@@ -491,11 +491,11 @@ def test_nt_gemm_keeps_its_wgmmas_in_flight(monkeypatch, tma, bias):
     import triton
     from nbx_linalg import matmul
 
-    import nbx_core.launch
+    import nbx_core.runtime.launch
 
     tile = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 3}
     compiled, warmup = [], matmul._gemm_kernel.warmup
-    monkeypatch.setattr(nbx_core.launch, "compiled_variants", set())
+    monkeypatch.setattr(nbx_core.runtime.launch, "compiled_variants", set())
     monkeypatch.setattr(matmul, "_config", lambda *args: {**tile, "TMA": tma})
 
     def keep(*args, **kwargs):
@@ -523,10 +523,10 @@ def test_prefill_scores_compile_warp_specialized(monkeypatch, layout):
     # Triton keeps a loop it cannot specialize as it is, silently, so this is the only witness.
     from nbx_linalg import warp_specialized
 
-    import nbx_core.launch
+    import nbx_core.runtime.launch
 
     compiled, warmup = [], warp_specialized._ws_gemm_kernel.warmup
-    monkeypatch.setattr(nbx_core.launch, "compiled_variants", set())
+    monkeypatch.setattr(nbx_core.runtime.launch, "compiled_variants", set())
 
     def keep(*args, **kwargs):
         compiled.append(warmup(*args, **kwargs))

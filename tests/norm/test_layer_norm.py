@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from nbx_core.errors import DeviceError, NbxTypeError
-from nbx_core.plans import PlanCache
+from nbx_core.runtime.plans import PlanCache
 from nbx_core.testing import check_op, check_raises, from_torch, layouts, make, run_op
 
 FLOATS = ["float32", "float16", "bfloat16", "float64"]

@@ -87,7 +87,7 @@ def test_split_arg_ties_and_nans(split: None) -> None:
 def test_split_counters_reset(split: None) -> None:
     """Each launch leaves its tile counters at zero: a second launch of the same plan on other
     values is right (with a counter left behind, its last program would never combine)."""
-    from nbx_core.kernels import tickets
+    from nbx_core.runtime.kernels import tickets
 
     for x, dim in _inputs("float32")[:3]:
         for seed in (5, 6):

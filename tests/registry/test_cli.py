@@ -353,16 +353,16 @@ def test_run_dispatches_to_the_graph_cli_with_the_plugin_flags_applied(nbx, monk
         parser.set_defaults(func=run)
 
     fake_module(monkeypatch, "nbx_core.graph")
-    fake_module(monkeypatch, "nbx_core.graph.cli", add_run_parser=add_run_parser)
+    fake_module(monkeypatch, "nbx_core.cli.run", add_run_parser=add_run_parser)
     assert nbx("run", "model.nbx", *SELECT, *PREFER)[0] == 0
     assert seen == [("model.nbx", "acme")]
 
 
 def test_run_without_the_graph_cli_is_a_clear_error(nbx, monkeypatch):
-    monkeypatch.setitem(sys.modules, "nbx_core.graph.cli", None)
+    monkeypatch.setitem(sys.modules, "nbx_core.cli.run", None)
     code, _, err = nbx("run", "model.nbx", "--whatever")
     assert code == 2
-    assert err.startswith("nbx: error: nbx run needs nbx_core.graph.cli, which is not available")
+    assert err.startswith("nbx: error: nbx run needs nbx_core.cli.run, which is not available")
 
 
 def test_registry_commands_do_not_import_the_graph_cli(nbx, monkeypatch):
@@ -370,5 +370,5 @@ def test_registry_commands_do_not_import_the_graph_cli(nbx, monkeypatch):
         raise AssertionError("imported for a registry command")
 
     fake_module(monkeypatch, "nbx_core.graph")
-    fake_module(monkeypatch, "nbx_core.graph.cli", add_run_parser=add_run_parser)
+    fake_module(monkeypatch, "nbx_core.cli.run", add_run_parser=add_run_parser)
     assert nbx("registry", "list", *SELECT, *PREFER)[0] == 0

@@ -8,7 +8,7 @@ from importlib import metadata
 import pytest
 
 from nbx_core import opnames
-from nbx_core.plugins import RegistryConfig, load_registry
+from nbx_core.registry import RegistryConfig, load_registry
 
 
 @pytest.fixture(scope="module")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 from importlib import metadata
 
 import pytest
@@ -15,8 +16,15 @@ from nbx_core.errors import (
     RegistryError,
     UnresolvedOpError,
 )
-from nbx_core.plugins import RegistryConfig, discover_plugins, load_registry
-from nbx_core.registry import Registry, get_registry, reset_registry, set_registry
+from nbx_core.registry import (
+    Registry,
+    RegistryConfig,
+    discover_plugins,
+    get_registry,
+    load_registry,
+    reset_registry,
+    set_registry,
+)
 
 
 def load(site, config=None, strict=False) -> Registry:
@@ -335,3 +343,34 @@ def test_the_installed_nbx_core_declares_core_as_nbx_core_ops_plugin():
         pytest.skip("nbx-core is not installed (pip install --no-deps -e .): no entry point to check")
     (entry_point,) = dist.entry_points.select(group="nbx.plugins")
     assert (entry_point.name, entry_point.value) == ("core", "nbx_core.ops.plugin")
+
+
+EAGER_PLUGIN_SOURCE = """
+import nbx_core
+from nbx_core import hookimpl
+
+@hookimpl
+def nbx_register_kernels(registry):
+    nbx_core.zeros(2, 3).view(3, 2)  # a tensor method calls get_registry(), which is loading
+"""
+
+
+def test_a_plugin_using_the_registry_while_it_loads_fails_to_load_instead_of_hanging(site):
+    site.add_core()
+    site.add_dist("nbx-eager", "1.0", {"eager": "eager_plugin.plugin"}, {"eager_plugin.plugin": EAGER_PLUGIN_SOURCE})
+    outcome: list[BaseException] = []
+
+    def load() -> None:
+        try:
+            get_registry()
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=load, daemon=True)
+    thread.start()
+    thread.join(timeout=30)
+    assert not thread.is_alive(), "get_registry() deadlocked on its own lock"
+    (error,) = outcome
+    assert isinstance(error, PluginLoadError)
+    assert "plugin 'eager' (nbx-eager 1.0) failed to load: its nbx_register_kernels hook raised" in str(error)
+    assert "RegistryError: the process-wide registry was used while it loads" in str(error)

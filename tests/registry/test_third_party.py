@@ -17,7 +17,7 @@ import pytest
 import nbx_core
 from nbx_core.backend import kernel_device_type
 from nbx_core.errors import DuplicateKernelError
-from nbx_core.plugins import RegistryConfig, load_registry
+from nbx_core.registry import RegistryConfig, load_registry
 from nbx_core.testing import numeric
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "third_party_plugin"

@@ -4,8 +4,8 @@ elementwise launcher, which does broadcasting, strides, type promotion and the l
 import triton
 import triton.language as tl
 
-import nbx_core.launch  # noqa: F401  (chooses the backend before any kernel is defined)
-from nbx_core.pointwise import pointwise
+import nbx_core.runtime.launch  # noqa: F401  (chooses the backend before any kernel is defined)
+from nbx_core.runtime.pointwise import pointwise
 
 
 @triton.jit

@@ -21,19 +21,19 @@ warp-specialized kernel of :mod:`nbx_attention.warp_specialized` instead.
 
 When few programs would cover the GPU (decoding: query length 1), the key range is split over a
 third grid axis (flash-decoding); each split writes its partial (acc, m, l) in float32, and the
-last split of a row block to finish (a ticket, :mod:`nbx_core.kernels.tickets`) merges them in
+last split of a row block to finish (a ticket, :mod:`nbx_core.runtime.kernels.tickets`) merges them in
 split order.
 
 Triton's interpreter multiplies bfloat16 ``tl.dot`` operands wrongly (it reads their bits as
 integers): every dot's
-operands go through ``nbx_core.kernels.dot.dot_operand``, which widens them to float32 there (exact).
+operands go through ``nbx_core.runtime.kernels.dot.dot_operand``, which widens them to float32 there (exact).
 """
 
 import math
 
-from nbx_core.kernels.dot import dot_operand
-from nbx_core.kernels.tickets import last_to_arrive, tickets
-from nbx_core.launch import BACKEND, cdiv, launch, multiprocessors, next_pow2
+from nbx_core.runtime.kernels.dot import dot_operand
+from nbx_core.runtime.kernels.tickets import last_to_arrive, tickets
+from nbx_core.runtime.launch import BACKEND, cdiv, launch, multiprocessors, next_pow2
 
 # isort: split
 import triton
@@ -41,7 +41,7 @@ import triton.language as tl
 
 from nbx_core import dtypes as D
 from nbx_core.device import Device
-from nbx_core.pointwise import pointwise, tl_dtype
+from nbx_core.runtime.pointwise import pointwise, tl_dtype
 from nbx_core.tensor import NBXTensor, empty_tensor
 
 from . import warp_specialized
@@ -49,7 +49,7 @@ from . import warp_specialized
 LOG2E = math.log2(math.e)
 PROGRAMS_PER_SM = 2 if BACKEND != "cpu" else 0
 """Split the key range while fewer programs than this many per SM would run (SMs counted by
-``nbx_core.launch.multiprocessors``; at 2 per SM, 264 on the H200, B16 H32 decoding runs in one
+``nbx_core.runtime.launch.multiprocessors``; at 2 per SM, 264 on the H200, B16 H32 decoding runs in one
 launch: 0.976x torch against 0.961x at 528, benchmarks/results/sweeps). The interpreter never splits
 unless a test raises it."""
 MIN_SPLIT_KEYS = 512

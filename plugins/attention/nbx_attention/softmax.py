@@ -13,7 +13,7 @@ Rows of all ``-inf`` give NaN (torch's softmax) except in ``_safe_softmax``, whe
 CPU kernel refuses it.
 """
 
-from nbx_core.launch import BACKEND, cdiv, launch, row_blocks
+from nbx_core.runtime.launch import BACKEND, cdiv, launch, row_blocks
 
 # isort: split
 import triton
@@ -21,10 +21,10 @@ import triton.language as tl
 
 from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError, NbxValueError
-from nbx_core.kernels.copy import cast_to
-from nbx_core.kernels.indexing import needs_int64, strided_offsets
 from nbx_core.ops.copy import copy_
-from nbx_core.pointwise import tl_dtype
+from nbx_core.runtime.kernels.copy import cast_to
+from nbx_core.runtime.kernels.indexing import needs_int64, strided_offsets
+from nbx_core.runtime.pointwise import tl_dtype
 from nbx_core.shape import coalesce, contiguous_strides, numel, wrap_dim
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 

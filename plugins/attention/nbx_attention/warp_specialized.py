@@ -19,9 +19,9 @@ from __future__ import annotations
 import math
 
 from nbx_core import dtypes as D
-from nbx_core.kernels.descriptors import descriptor_memory, tma_readable
-from nbx_core.kernels.dot import dot_operand
-from nbx_core.launch import cdiv, launch
+from nbx_core.runtime.kernels.descriptors import descriptor_memory, tma_readable
+from nbx_core.runtime.kernels.dot import dot_operand
+from nbx_core.runtime.launch import cdiv, launch
 from nbx_core.tensor import NBXTensor
 
 # isort: split

@@ -30,20 +30,20 @@ as 2-D ones with H = 1. Half types accumulate in float32; float32 uses full-prec
 float64 multiplies and sums in float64 without tensor cores.
 """
 
-from nbx_core.launch import BACKEND, cdiv, launch, multiprocessors, next_pow2
+from nbx_core.runtime.launch import BACKEND, cdiv, launch, multiprocessors, next_pow2
 
 # isort: split
-# Triton after nbx_core.launch, which sets the backend up (the interpreter) before Triton is imported.
+# Triton after nbx_core.runtime.launch, which sets the backend up (the interpreter) before Triton is imported.
 import triton
 import triton.language as tl
 
 from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
-from nbx_core.kernels.dot import dot_operand
-from nbx_core.kernels.indexing import needs_int64
-from nbx_core.kernels.tiles import grouped_tile
 from nbx_core.ops.copy import contiguous
 from nbx_core.ops.views import permute, squeeze, unsqueeze
+from nbx_core.runtime.kernels.dot import dot_operand
+from nbx_core.runtime.kernels.indexing import needs_int64
+from nbx_core.runtime.kernels.tiles import grouped_tile
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 
 from .args import check_float, empty_output, ints, non_negative, positive

@@ -9,10 +9,10 @@ import triton
 import triton.language as tl
 
 from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
-from nbx_core.kernels.indexing import block_indices, needs_int64
-from nbx_core.launch import BACKEND, block_size, cdiv, launch
 from nbx_core.ops.copy import contiguous
 from nbx_core.ops.views import squeeze, unsqueeze
+from nbx_core.runtime.kernels.indexing import block_indices, needs_int64
+from nbx_core.runtime.launch import BACKEND, block_size, cdiv, launch
 from nbx_core.shape import wrap_dim
 from nbx_core.tensor import NBXTensor, empty_tensor
 

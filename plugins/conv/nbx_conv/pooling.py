@@ -13,17 +13,17 @@ channels-last global pool, as closing ResNet) is a column reduction instead: the
 vector loads along C, and enough channel blocks to fill the GPU.
 """
 
-from nbx_core.launch import BACKEND, block_size, cdiv, launch, next_pow2
+from nbx_core.runtime.launch import BACKEND, block_size, cdiv, launch, next_pow2
 
 # isort: split
-# Triton after nbx_core.launch, which sets the backend up (the interpreter) before Triton is imported.
+# Triton after nbx_core.runtime.launch, which sets the backend up (the interpreter) before Triton is imported.
 import triton
 import triton.language as tl
 
 from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
-from nbx_core.kernels.indexing import block_indices, needs_int64
 from nbx_core.ops.views import squeeze, unsqueeze
+from nbx_core.runtime.kernels.indexing import block_indices, needs_int64
 from nbx_core.tensor import NBXTensor
 
 from .args import channels_last, check_float, empty_output, ints, non_negative, pool_out, positive

@@ -13,10 +13,10 @@ import triton.language as tl
 
 from nbx_core import dtypes as D
 from nbx_core.errors import IndexOutOfRangeError, NbxTypeError, NbxValueError, ShapeError
-from nbx_core.kernels import precise as P
-from nbx_core.launch import BACKEND
 from nbx_core.ops.views import narrow
-from nbx_core.pointwise import pointwise
+from nbx_core.runtime.kernels import precise as P
+from nbx_core.runtime.launch import BACKEND
+from nbx_core.runtime.pointwise import pointwise
 from nbx_core.shape import wrap_dim
 from nbx_core.tensor import NBXTensor
 

@@ -12,7 +12,7 @@ import triton.language as tl
 
 from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
-from nbx_core.pointwise import pointwise
+from nbx_core.runtime.pointwise import pointwise
 from nbx_core.tensor import NBXTensor
 
 from .checks import no_complex, operand, tensor_arg

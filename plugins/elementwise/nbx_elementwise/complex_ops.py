@@ -8,7 +8,7 @@ import triton.language as tl
 from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError
 from nbx_core.ops.views import select, view_as_real
-from nbx_core.pointwise import pointwise
+from nbx_core.runtime.pointwise import pointwise
 from nbx_core.shape import broadcast_shapes
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 

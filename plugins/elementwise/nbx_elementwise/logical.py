@@ -10,7 +10,7 @@ import triton.language as tl
 
 from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError
-from nbx_core.pointwise import pointwise
+from nbx_core.runtime.pointwise import pointwise
 from nbx_core.tensor import NBXTensor
 
 from .checks import integral, no_complex, operand, tensor_arg

@@ -8,8 +8,8 @@ inverse trigonometry uses Cephes' range reduction with a rational approximation.
 import triton
 import triton.language as tl
 
-import nbx_core.launch  # noqa: F401  (configures Triton before the kernels below)
-from nbx_core.kernels import precise as P
+import nbx_core.runtime.launch  # noqa: F401  (configures Triton before the kernels below)
+from nbx_core.runtime.kernels import precise as P
 
 PI = tl.constexpr(3.141592653589793)
 PIO2 = tl.constexpr(1.5707963267948966)

@@ -20,12 +20,12 @@ from nbx_core import dtypes as D
 from nbx_core.backend import default_device
 from nbx_core.device import as_device
 from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
-from nbx_core.kernels.copy import cast_to
-from nbx_core.kernels.indexing import block_indices, needs_int64
-from nbx_core.launch import BACKEND, block_size, cdiv, launch
 from nbx_core.ops.copy import clone
 from nbx_core.ops.creation import ones_like
-from nbx_core.pointwise import pointwise
+from nbx_core.runtime.kernels.copy import cast_to
+from nbx_core.runtime.kernels.indexing import block_indices, needs_int64
+from nbx_core.runtime.launch import BACKEND, block_size, cdiv, launch
+from nbx_core.runtime.pointwise import pointwise
 from nbx_core.shape import as_shape, broadcast_shapes, check_shape
 from nbx_core.tensor import NBXTensor, empty_tensor
 

@@ -14,8 +14,8 @@ import triton.language as tl
 
 from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError
-from nbx_core.kernels import precise as P
-from nbx_core.pointwise import pointwise
+from nbx_core.runtime.kernels import precise as P
+from nbx_core.runtime.pointwise import pointwise
 from nbx_core.tensor import NBXTensor
 
 from . import mathlib as M

@@ -2,7 +2,7 @@
 
 An index is checked on the device, not on the host: a kernel that reads an index clamps a bad one
 to 0 (so no access leaves the tensor) and raises its launch's flag (a slot of
-:mod:`nbx_core.checks`, ``[bad, value]``). :func:`raise_if_flagged` registers the
+:mod:`nbx_core.runtime.checks`, ``[bad, value]``). :func:`raise_if_flagged` registers the
 :class:`IndexOutOfRangeError` naming the op, the argument and the offending value; on the GPU it
 surfaces when the host next waits for the device (reading a result, synchronizing), so that an
 index op never stalls the host. In-place ops run :func:`check_range`, which waits, before they
@@ -15,12 +15,12 @@ from typing import Any
 import triton
 import triton.language as tl
 
-from nbx_core import checks
 from nbx_core import dtypes as D
 from nbx_core.errors import IndexOutOfRangeError, NbxTypeError
-from nbx_core.kernels.copy import copy_into
-from nbx_core.kernels.indexing import block_indices, needs_int64, strided_offsets
-from nbx_core.launch import block_size, cdiv, launch
+from nbx_core.runtime import checks
+from nbx_core.runtime.kernels.copy import copy_into
+from nbx_core.runtime.kernels.indexing import block_indices, needs_int64, strided_offsets
+from nbx_core.runtime.launch import block_size, cdiv, launch
 from nbx_core.shape import coalesce
 from nbx_core.tensor import NBXTensor, empty_tensor
 
@@ -38,7 +38,7 @@ def check_index_dtype(op: str, arg: str, t: Any, allowed: Sequence[D.DType] = IN
 
 
 def flag_for(device: Any) -> NBXTensor:
-    """A zeroed out-of-range flag for one launch (a slot of :mod:`nbx_core.checks`)."""
+    """A zeroed out-of-range flag for one launch (a slot of :mod:`nbx_core.runtime.checks`)."""
     return checks.slot(device)
 
 
@@ -51,7 +51,7 @@ def _out_of_range(op: str, arg: str, size: int | str, value: int) -> IndexOutOfR
 
 def raise_if_flagged(op: str, arg: str, flag: NBXTensor, size: int | str) -> None:
     """Raise a clear error if a kernel raised ``flag``: at once on the interpreter, at the next host
-    wait on the GPU (see :mod:`nbx_core.checks`)."""
+    wait on the GPU (see :mod:`nbx_core.runtime.checks`)."""
     checks.raise_later(flag, lambda value: _out_of_range(op, arg, size, value))
 
 

@@ -13,8 +13,8 @@ import triton
 import triton.language as tl
 
 from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
-from nbx_core.launch import BACKEND, launch, next_pow2
 from nbx_core.ops import views as V
+from nbx_core.runtime.launch import BACKEND, launch, next_pow2
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 
 from .common import check_index_dtype, checked, contiguous_copy, flag_for, raise_if_flagged

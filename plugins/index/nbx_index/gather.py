@@ -12,9 +12,9 @@ import triton
 import triton.language as tl
 
 from nbx_core.errors import ShapeError
-from nbx_core.kernels.indexing import block_indices, needs_int64, strided_offsets
-from nbx_core.launch import BACKEND, block_size, cdiv, launch, next_pow2
 from nbx_core.ops import views as V
+from nbx_core.runtime.kernels.indexing import block_indices, needs_int64, strided_offsets
+from nbx_core.runtime.launch import BACKEND, block_size, cdiv, launch, next_pow2
 from nbx_core.shape import numel, wrap_dim
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 

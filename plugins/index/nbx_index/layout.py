@@ -13,15 +13,15 @@ from typing import Any
 import triton
 import triton.language as tl
 
-from nbx_core import checks
 from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
-from nbx_core.kernels.copy import copy_into
-from nbx_core.kernels.indexing import block_indices, needs_int64, strided_offsets
-from nbx_core.launch import BACKEND, block_size, cdiv, launch
 from nbx_core.ops import creation
 from nbx_core.ops import views as V
-from nbx_core.pointwise import pointwise
+from nbx_core.runtime import checks
+from nbx_core.runtime.kernels.copy import copy_into
+from nbx_core.runtime.kernels.indexing import block_indices, needs_int64, strided_offsets
+from nbx_core.runtime.launch import BACKEND, block_size, cdiv, launch
+from nbx_core.runtime.pointwise import pointwise
 from nbx_core.shape import wrap_dim, wrap_dims
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 

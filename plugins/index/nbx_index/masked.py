@@ -10,9 +10,9 @@ import triton.language as tl
 
 from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError, NbxValueError
-from nbx_core.kernels.indexing import block_indices, needs_int64, strided_offsets
-from nbx_core.launch import block_size, cdiv, launch
 from nbx_core.ops import views as V
+from nbx_core.runtime.kernels.indexing import block_indices, needs_int64, strided_offsets
+from nbx_core.runtime.launch import block_size, cdiv, launch
 from nbx_core.shape import broadcast_shapes
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 

@@ -12,9 +12,9 @@ import triton
 import triton.language as tl
 
 from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
-from nbx_core.kernels.copy import cast_to
-from nbx_core.kernels.indexing import block_indices, needs_int64
-from nbx_core.launch import block_size, cdiv, launch
+from nbx_core.runtime.kernels.copy import cast_to
+from nbx_core.runtime.kernels.indexing import block_indices, needs_int64
+from nbx_core.runtime.launch import block_size, cdiv, launch
 from nbx_core.tensor import NBXTensor, empty_tensor
 
 CONSTANT, REFLECT, REPLICATE, CIRCULAR = range(4)

@@ -17,8 +17,8 @@ import triton.language as tl
 
 from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError, NbxValueError
-from nbx_core.launch import BACKEND, cdiv, launch, next_pow2
 from nbx_core.ops import creation
+from nbx_core.runtime.launch import BACKEND, cdiv, launch, next_pow2
 from nbx_core.tensor import NBXTensor, empty_tensor
 
 from .common import contiguous_copy

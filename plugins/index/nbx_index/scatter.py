@@ -16,11 +16,11 @@ import triton.language as tl
 
 from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError, NbxValueError
-from nbx_core.kernels.copy import cast_to
-from nbx_core.kernels.indexing import block_indices, needs_int64, strided_offsets
-from nbx_core.launch import block_size, cdiv, launch
 from nbx_core.ops import views as V
-from nbx_core.pointwise import pointwise, tl_dtype
+from nbx_core.runtime.kernels.copy import cast_to
+from nbx_core.runtime.kernels.indexing import block_indices, needs_int64, strided_offsets
+from nbx_core.runtime.launch import block_size, cdiv, launch
+from nbx_core.runtime.pointwise import pointwise, tl_dtype
 from nbx_core.shape import wrap_dim
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor, tensor
 

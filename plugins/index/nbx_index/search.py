@@ -15,11 +15,11 @@ import triton.language as tl
 
 from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError, NbxValueError
-from nbx_core.kernels.copy import cast_to
-from nbx_core.kernels.indexing import block_indices, needs_int64, strided_offsets
-from nbx_core.launch import block_size, cdiv, launch
 from nbx_core.ops import views as V
-from nbx_core.pointwise import tl_dtype
+from nbx_core.runtime.kernels.copy import cast_to
+from nbx_core.runtime.kernels.indexing import block_indices, needs_int64, strided_offsets
+from nbx_core.runtime.launch import block_size, cdiv, launch
+from nbx_core.runtime.pointwise import tl_dtype
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor, tensor
 
 from .common import contiguous_copy, dims_or_one
@@ -161,7 +161,7 @@ def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False, inve
         flat = contiguous_copy(flat, comp)
     found = _search(e, sort_values(flat) if flat.numel() else flat, 2, D.bool_, comp)
     if invert:
-        from nbx_core.pointwise import pointwise
+        from nbx_core.runtime.pointwise import pointwise
 
         found = pointwise(op, _not, found, dtype=D.bool_)
     return found

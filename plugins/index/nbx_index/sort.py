@@ -19,8 +19,8 @@ there is one). 64-bit dtypes (int64, float64) do not fit a packed key: they use 
 rows they appear in.
 """
 
-# nbx_core.launch picks the backend, which must happen before Triton is first imported.
-from nbx_core.launch import BACKEND, cdiv, launch, next_pow2
+# nbx_core.runtime.launch picks the backend, which must happen before Triton is first imported.
+from nbx_core.runtime.launch import BACKEND, cdiv, launch, next_pow2
 
 # isort: split
 import triton
@@ -28,38 +28,13 @@ import triton.language as tl
 
 from nbx_core import dtypes as D
 from nbx_core.errors import IndexOutOfRangeError, NbxTypeError, NbxValueError
-from nbx_core.kernels.copy import copy_into
 from nbx_core.ops import views as V
+from nbx_core.runtime.kernels.copy import copy_into
 from nbx_core.shape import wrap_dim
 from nbx_core.tensor import NBXTensor, empty_tensor
 
 from .common import contiguous_copy
-
-_PAD = tl.constexpr(2**63 - 1)
-_LOW = tl.constexpr(0xFFFFFFFF)
-
-
-@triton.jit
-def _key32(x, DESC: tl.constexpr):
-    """Values as int32 whose signed order is torch's sort order (NaN largest, -0.0 == 0.0): the
-    magnitude bits, negated for negative values. Half types keep their own 16 bits, so that their
-    keys span 2**16 values (topk bisects over them). Bit tests only: no float compare to trust."""
-    if x.dtype.is_floating():
-        if x.dtype.primitive_bitwidth == 16:
-            bits = x.to(tl.int16, bitcast=True).to(tl.int32)
-            mag: tl.constexpr = 0x7FFF
-            inf: tl.constexpr = 0x7C00 if x.dtype.is_fp16() else 0x7F80
-        else:
-            bits = x.to(tl.float32).to(tl.int32, bitcast=True)
-            mag: tl.constexpr = 0x7FFFFFFF
-            inf: tl.constexpr = 0x7F800000
-        a = bits & mag
-        k = tl.where(a > inf, mag, tl.where(bits < 0, -a, a))
-    else:
-        k = x.to(tl.int32)
-    if DESC:
-        k = ~k
-    return k
+from .sortkeys import LOW, PAD, key32
 
 
 @triton.jit
@@ -75,11 +50,11 @@ def _chunk_kernel(out_ptr, src_ptr, n, nchunks, nv, src_row, out_row, src_step,
     pos = c[:, None] * CHUNK + t[None, :]
     m = (v < nv)[:, None] & (pos < n)
     if PACKED:
-        key = tl.load(src_ptr + row[:, None] * src_row + pos, mask=m, other=_PAD)
+        key = tl.load(src_ptr + row[:, None] * src_row + pos, mask=m, other=PAD)
     else:
         x = tl.load(src_ptr + row[:, None] * src_row + pos * src_step, mask=m)
-        key = (_key32(x, DESC).to(tl.int64) << 32) | pos
-        key = tl.where(m, key, _PAD)
+        key = (key32(x, DESC).to(tl.int64) << 32) | pos
+        key = tl.where(m, key, PAD)
     key = tl.sort(key, 1)
     keep = (v < nv)[:, None] & (t < KEEP)[None, :]
     tl.store(out_ptr + row[:, None] * out_row + c[:, None] * KEEP + t[None, :], key, mask=keep)
@@ -122,7 +97,7 @@ def _merge_kernel(dst_ptr, src_ptr, val_ptr, x_ptr, n_pad, run, steps, k, x_row,
     in_a = t < na
     in_b = t >= BLOCK - nb
     off = tl.where(in_a, lo0 + t, run + d0 - lo0 + (BLOCK - 1 - t))
-    key = tl.load(base + off, mask=in_a | in_b, other=_PAD)
+    key = tl.load(base + off, mask=in_a | in_b, other=PAD)
     # Bitonic merge: stage i compare-exchanges elements 2**(LOG-1-i) apart, smaller one first. An
     # element's partner is the xor of the pair with itself: one reduction of two per stage. (A
     # nested jit function would cost the interpreter a re-patch per call.)
@@ -135,7 +110,7 @@ def _merge_kernel(dst_ptr, src_ptr, val_ptr, x_ptr, n_pad, run, steps, k, x_row,
     m = t < d1 - d0
     if UNPACK:
         m = m & (dest < k)
-        pos = key & _LOW
+        pos = key & LOW
         tl.store(dst_ptr + row * k + dest, pos, mask=m)
         tl.store(val_ptr + row * k + dest, tl.load(x_ptr + row * x_row + pos * x_step, mask=m), mask=m)
     else:
@@ -147,7 +122,7 @@ def _unpack_kernel(val_ptr, idx_ptr, keys_ptr, x_ptr, k, key_row, x_row, x_step,
     row = tl.program_id(0).to(tl.int64)
     t = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     m = t < k
-    pos = tl.load(keys_ptr + row * key_row + t, mask=m, other=0) & _LOW
+    pos = tl.load(keys_ptr + row * key_row + t, mask=m, other=0) & LOW
     tl.store(idx_ptr + row * k + t, pos, mask=m)
     tl.store(val_ptr + row * k + t, tl.load(x_ptr + row * x_row + pos * x_step, mask=m), mask=m)
 

@@ -1,6 +1,6 @@
 """``topk`` of rows that fit in registers: one program per row finds the k-th key by bisection.
 
-A program loads its row once as 32-bit order keys (``sort._key32``; for ``largest`` the keys are
+A program loads its row once as 32-bit order keys (``sortkeys.key32``; for ``largest`` the keys are
 flipped, so the wanted elements are always the ``k`` smallest keys) and bisects for a threshold
 ``T`` with ``count(key < T) <= k <= count(key <= T)``: each step is one count over the row, at most
 32 steps for float32, 16 for half types, fewer for small integers, and a step that counts exactly
@@ -17,8 +17,8 @@ Lanes past the row's end hold the largest key with positions ``>= n``: in (key, 
 they come after every element, so they are never taken, even when the row holds that key too.
 """
 
-# nbx_core.launch picks the backend, which must happen before Triton is first imported.
-from nbx_core.launch import BACKEND, launch, next_pow2
+# nbx_core.runtime.launch picks the backend, which must happen before Triton is first imported.
+from nbx_core.runtime.launch import BACKEND, launch, next_pow2
 
 # isort: split
 import triton
@@ -27,7 +27,7 @@ import triton.language as tl
 from nbx_core import dtypes as D
 from nbx_core.tensor import NBXTensor, empty_tensor
 
-from .sort import _LOW, _PAD, _key32
+from .sortkeys import LOW, PAD, key32
 
 ROW_MAX = 32768
 """Longest row (rounded up to a power of two) held in registers; longer rows take the chunk path."""
@@ -50,7 +50,7 @@ def _select_kernel(val_ptr, idx_ptr, count_ptr, x_ptr, n, k, x_row, x_step, DESC
     pos = tl.arange(0, E)[:, None] * TW + tl.arange(0, TW)[None, :]
     m = pos < n
     x = tl.load(x_ptr + row * x_row + pos.to(tl.int64) * x_step, mask=m)
-    key = tl.where(m, _key32(x, DESC), 2147483647)
+    key = tl.where(m, key32(x, DESC), 2147483647)
     # Bisection over [min key, max real key] keeping count(key <= hi) >= k; the bounds are int64 so
     # that their midpoint cannot overflow, each probe compares in int32. A probe that counts exactly
     # k ends it early: the k smallest are then the keys <= mid, all of them.
@@ -88,7 +88,7 @@ def _select_kernel(val_ptr, idx_ptr, count_ptr, x_ptr, n, k, x_row, x_step, DESC
     t_pos = tl.arange(0, TW)
     for e in range(0, E):
         p = e * TW + t_pos
-        kp = tl.where(p < n, _key32(tl.load(x_ptr + row * x_row + p.to(tl.int64) * x_step, mask=p < n), DESC),
+        kp = tl.where(p < n, key32(tl.load(x_ptr + row * x_row + p.to(tl.int64) * x_step, mask=p < n), DESC),
                       2147483647)
         take = (p < n) & ((kp < t_key) | ((kp == t_key) & (p <= p_lo)))
         slot = tl.atomic_add(count + tl.zeros([TW], tl.int32), 1, mask=take, sem="relaxed", scope="cta")
@@ -99,7 +99,7 @@ def _select_kernel(val_ptr, idx_ptr, count_ptr, x_ptr, n, k, x_row, x_step, DESC
     mt = t < k
     p = tl.load(out + t, mask=mt, other=0)
     v = tl.load(x_ptr + row * x_row + p * x_step, mask=mt)
-    p = tl.sort(tl.where(mt, (_key32(v, DESC).to(tl.int64) << 32) | p, _PAD), 0) & _LOW
+    p = tl.sort(tl.where(mt, (key32(v, DESC).to(tl.int64) << 32) | p, PAD), 0) & LOW
     # Threads holding copies of a slot all read it: none may overwrite it before all have.
     tl.debug_barrier()
     tl.store(out + t, p, mask=mt)

@@ -17,10 +17,10 @@ import triton
 import triton.language as tl
 from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
-from nbx_core.kernels.indexing import needs_int64, strided_offsets
-from nbx_core.launch import BACKEND, cdiv, launch, next_pow2
 from nbx_core.ops.copy import fill_
-from nbx_core.pointwise import tl_dtype
+from nbx_core.runtime.kernels.indexing import needs_int64, strided_offsets
+from nbx_core.runtime.launch import BACKEND, cdiv, launch, next_pow2
+from nbx_core.runtime.pointwise import tl_dtype
 from nbx_core.shape import broadcast_shapes, broadcast_strides, coalesce, numel
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 

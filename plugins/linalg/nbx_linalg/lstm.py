@@ -21,11 +21,11 @@ import triton
 import triton.language as tl
 from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
-from nbx_core.kernels.copy import cast_to
-from nbx_core.launch import BACKEND, cdiv, launch, next_pow2
 from nbx_core.ops.copy import copy_
 from nbx_core.ops.views import narrow, permute, select
-from nbx_core.pointwise import tl_dtype
+from nbx_core.runtime.kernels.copy import cast_to
+from nbx_core.runtime.launch import BACKEND, cdiv, launch, next_pow2
+from nbx_core.runtime.pointwise import tl_dtype
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 
 from .matmul import gemm

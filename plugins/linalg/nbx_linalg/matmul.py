@@ -33,14 +33,14 @@ import triton.language as tl
 from nbx_core import dtypes as D
 from nbx_core.backend import default_device
 from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
-from nbx_core.kernels.copy import cast_to
-from nbx_core.kernels.descriptors import descriptor_memory, tma_readable
-from nbx_core.kernels.dot import dot_operand
-from nbx_core.kernels.indexing import needs_int64, strided_offsets
-from nbx_core.kernels.tickets import last_to_arrive, tickets
-from nbx_core.kernels.tiles import grouped_tile
-from nbx_core.launch import BACKEND, cdiv, launch, multiprocessors, next_pow2
-from nbx_core.pointwise import tl_dtype
+from nbx_core.runtime.kernels.copy import cast_to
+from nbx_core.runtime.kernels.descriptors import descriptor_memory, tma_readable
+from nbx_core.runtime.kernels.dot import dot_operand
+from nbx_core.runtime.kernels.indexing import needs_int64, strided_offsets
+from nbx_core.runtime.kernels.tickets import last_to_arrive, tickets
+from nbx_core.runtime.kernels.tiles import grouped_tile
+from nbx_core.runtime.launch import BACKEND, cdiv, launch, multiprocessors, next_pow2
+from nbx_core.runtime.pointwise import tl_dtype
 from nbx_core.shape import broadcast_shapes, broadcast_strides, coalesce, numel, view_strides
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 

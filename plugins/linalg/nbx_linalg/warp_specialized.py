@@ -21,10 +21,10 @@ and four warps; a second loop after the tile loop silently turns it off, so the 
 from __future__ import annotations
 
 from nbx_core import dtypes as D
-from nbx_core.kernels.descriptors import tma_readable
-from nbx_core.kernels.dot import dot_operand
-from nbx_core.kernels.tiles import grouped_tile
-from nbx_core.launch import launch
+from nbx_core.runtime.kernels.descriptors import tma_readable
+from nbx_core.runtime.kernels.dot import dot_operand
+from nbx_core.runtime.kernels.tiles import grouped_tile
+from nbx_core.runtime.launch import launch
 from nbx_core.tensor import NBXTensor
 
 # isort: split

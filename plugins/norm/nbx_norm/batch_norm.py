@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-# nbx_core.launch picks the backend, which must happen before Triton is first imported.
-import nbx_core.launch  # noqa: F401
+# nbx_core.runtime.launch picks the backend, which must happen before Triton is first imported.
+import nbx_core.runtime.launch  # noqa: F401
 
 # isort: split
 import triton
@@ -26,7 +26,7 @@ import triton.language as tl
 from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError, NbxValueError
 from nbx_core.ops.copy import contiguous
-from nbx_core.pointwise import pointwise
+from nbx_core.runtime.pointwise import pointwise
 from nbx_core.shape import numel
 from nbx_core.tensor import NBXTensor, empty_tensor
 

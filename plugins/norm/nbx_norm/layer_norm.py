@@ -10,8 +10,8 @@ second normalises. Statistics are float32 for half types (float64 for float64 in
 
 from collections.abc import Sequence
 
-# nbx_core.launch picks the backend, which must happen before Triton is first imported.
-from nbx_core.launch import BACKEND, Prepared, cdiv, prepare, row_blocks
+# nbx_core.runtime.launch picks the backend, which must happen before Triton is first imported.
+from nbx_core.runtime.launch import BACKEND, Prepared, cdiv, prepare, row_blocks
 
 # isort: split
 import triton
@@ -21,8 +21,8 @@ from nbx_core import dtypes as D
 from nbx_core.errors import ShapeError
 from nbx_core.ops.copy import contiguous
 from nbx_core.ops.creation import full
-from nbx_core.plans import PlanCache, geometry
-from nbx_core.pointwise import tl_dtype
+from nbx_core.runtime.plans import PlanCache, geometry
+from nbx_core.runtime.pointwise import tl_dtype
 from nbx_core.shape import numel
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 

@@ -13,16 +13,16 @@ cancellation anywhere. Statistics are float32 (float64 for float64 input).
 """
 
 
-# nbx_core.launch picks the backend, which must happen before Triton is first imported.
-from nbx_core.launch import BACKEND, cdiv, launch, next_pow2
+# nbx_core.runtime.launch picks the backend, which must happen before Triton is first imported.
+from nbx_core.runtime.launch import BACKEND, cdiv, launch, next_pow2
 
 # isort: split
 import triton
 import triton.language as tl
 
 from nbx_core import dtypes as D
-from nbx_core.kernels.indexing import needs_int64
-from nbx_core.pointwise import tl_dtype
+from nbx_core.runtime.kernels.indexing import needs_int64
+from nbx_core.runtime.pointwise import tl_dtype
 from nbx_core.tensor import NBXTensor, empty_tensor
 
 from .layer_norm import _rsqrt

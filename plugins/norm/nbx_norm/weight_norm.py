@@ -12,8 +12,8 @@ path); otherwise it broadcasts against the norm's keep-dim shape (torch's compos
 
 from __future__ import annotations
 
-# nbx_core.launch picks the backend, which must happen before Triton is first imported.
-import nbx_core.launch  # noqa: F401
+# nbx_core.runtime.launch picks the backend, which must happen before Triton is first imported.
+import nbx_core.runtime.launch  # noqa: F401
 
 # isort: split
 import triton
@@ -24,7 +24,7 @@ from nbx_core.errors import NbxTypeError, ShapeError
 from nbx_core.ops.copy import contiguous
 from nbx_core.ops.creation import zeros
 from nbx_core.ops.views import reshape
-from nbx_core.pointwise import pointwise
+from nbx_core.runtime.pointwise import pointwise
 from nbx_core.shape import numel, wrap_dim
 from nbx_core.tensor import NBXTensor, check_device
 

@@ -17,7 +17,7 @@ from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
 from nbx_core.ops import copy as C
 from nbx_core.ops import views as V
-from nbx_core.pointwise import pointwise
+from nbx_core.runtime.pointwise import pointwise
 from nbx_core.tensor import NBXTensor, check_device
 
 from . import engine as E

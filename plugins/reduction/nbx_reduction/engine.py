@@ -17,7 +17,7 @@ them together only under a register cap, ``Tiles.regs``), and the loop may be so
 (``Tiles.stages``: the next steps' loads go to shared memory while one step combines); the blocks
 combine in order either way. When the kept positions make too few programs for the machine, K is
 split too, in the same launch: each program stores a partial result, takes a ticket from its
-output tile's counter (:mod:`nbx_core.kernels.tickets`), and the program that takes the tile's
+output tile's counter (:mod:`nbx_core.runtime.kernels.tickets`), and the program that takes the tile's
 last ticket reduces the tile's partials (in a fixed order, so the result does not depend on which
 program finished last) and resets the counter for the next launch.
 
@@ -31,21 +31,21 @@ import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-# nbx_core.launch picks the backend, which must happen before Triton is first imported.
-from nbx_core.launch import BACKEND, cdiv, next_pow2, prepare
+# nbx_core.runtime.launch picks the backend, which must happen before Triton is first imported.
+from nbx_core.runtime.launch import BACKEND, cdiv, next_pow2, prepare
 
 # isort: split
 import triton
 import triton.language as tl
 
 from nbx_core import dtypes as D
-from nbx_core.kernels.copy import cast_to
-from nbx_core.kernels.indexing import needs_int64
-from nbx_core.kernels.tickets import last_to_arrive, tickets
 from nbx_core.ops import copy as C
 from nbx_core.ops import views as V
-from nbx_core.plans import PlanCache, geometry
-from nbx_core.pointwise import tl_dtype
+from nbx_core.runtime.kernels.copy import cast_to
+from nbx_core.runtime.kernels.indexing import needs_int64
+from nbx_core.runtime.kernels.tickets import last_to_arrive, tickets
+from nbx_core.runtime.plans import PlanCache, geometry
+from nbx_core.runtime.pointwise import tl_dtype
 from nbx_core.shape import contiguous_strides
 from nbx_core.tensor import NBXTensor, empty_tensor
 

@@ -14,13 +14,13 @@ from typing import Any
 import triton
 import triton.language as tl
 
-from nbx_core import checks
 from nbx_core import dtypes as D
 from nbx_core.errors import IndexOutOfRangeError, NbxTypeError, NbxValueError, ShapeError
-from nbx_core.kernels.copy import cast_to
-from nbx_core.kernels.indexing import needs_int64
-from nbx_core.launch import BACKEND, cdiv, launch, next_pow2
-from nbx_core.pointwise import pointwise, tl_dtype
+from nbx_core.runtime import checks
+from nbx_core.runtime.kernels.copy import cast_to
+from nbx_core.runtime.kernels.indexing import needs_int64
+from nbx_core.runtime.launch import BACKEND, cdiv, launch, next_pow2
+from nbx_core.runtime.pointwise import pointwise, tl_dtype
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 
 from . import engine as E

@@ -13,10 +13,10 @@ import triton.language as tl
 
 from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError
-from nbx_core.kernels.copy import cast_to
-from nbx_core.kernels.indexing import needs_int64
-from nbx_core.launch import BACKEND, cdiv, launch, next_pow2
-from nbx_core.pointwise import tl_dtype
+from nbx_core.runtime.kernels.copy import cast_to
+from nbx_core.runtime.kernels.indexing import needs_int64
+from nbx_core.runtime.launch import BACKEND, cdiv, launch, next_pow2
+from nbx_core.runtime.pointwise import tl_dtype
 from nbx_core.shape import wrap_dim
 from nbx_core.tensor import NBXTensor, empty_tensor
 

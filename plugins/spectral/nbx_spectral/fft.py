@@ -19,10 +19,10 @@ import triton
 import triton.language as tl
 
 from nbx_core import dtypes as D
-from nbx_core.kernels.indexing import needs_int64
-from nbx_core.launch import BACKEND, cdiv, launch
 from nbx_core.ops import views
 from nbx_core.ops.copy import copy_
+from nbx_core.runtime.kernels.indexing import needs_int64
+from nbx_core.runtime.launch import BACKEND, cdiv, launch
 from nbx_core.tensor import NBXTensor, empty_tensor
 
 from . import plan, row_fft

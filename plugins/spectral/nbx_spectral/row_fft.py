@@ -22,9 +22,9 @@ import triton
 import triton.language as tl
 
 from nbx_core.device import Device
-from nbx_core.kernels.indexing import needs_int64
-from nbx_core.launch import BACKEND, cdiv, launch, multiprocessors
 from nbx_core.ops import views
+from nbx_core.runtime.kernels.indexing import needs_int64
+from nbx_core.runtime.launch import BACKEND, cdiv, launch, multiprocessors
 from nbx_core.tensor import NBXTensor
 
 from . import plan
@@ -151,7 +151,7 @@ def _column_kernel(x_ptr, f_ptr, tw_ptr, y_ptr, R, sx_row, sx_el,
 
 
 PROGRAMS_PER_SM = 4
-"""Row programs per SM on the GPU, SMs counted by ``nbx_core.launch.multiprocessors`` (each program
+"""Row programs per SM on the GPU, SMs counted by ``nbx_core.runtime.launch.multiprocessors`` (each program
 loops over rows; 2 and 4 measured the same on the H200)."""
 
 NUM_WARPS = 4

@@ -20,9 +20,9 @@ import triton.language as tl
 
 from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
-from nbx_core.launch import BACKEND, cdiv, launch
 from nbx_core.ops import views
 from nbx_core.ops.copy import contiguous, copy_
+from nbx_core.runtime.launch import BACKEND, cdiv, launch
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 
 from . import fft

@@ -5,9 +5,9 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from ...shape import coalesce
+from ...tensor import NBXTensor
 from ..launch import block_size, cdiv, launch
-from ..shape import coalesce
-from ..tensor import NBXTensor
 from .indexing import block_indices, needs_int64, strided_offsets
 
 

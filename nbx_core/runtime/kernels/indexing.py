@@ -5,8 +5,8 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from ...tensor import NBXTensor
 from .. import launch as _launch  # noqa: F401  (configures Triton before the kernels below)
-from ..tensor import NBXTensor
 
 _INT32_MAX = 2**31 - 1
 

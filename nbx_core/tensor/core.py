@@ -1,9 +1,10 @@
 """NBXTensor: storage + shape + strides + offset + dtype, on the host or a CUDA device.
 
-Metadata ops (view, permute, expand, slice …) are stride arithmetic with ATen's rules and never
-touch data; they live in :mod:`nbx_core.ops.views` and are bound here as methods. Ops that move
-data (copy, cast, contiguous) run kernels and are imported lazily so that importing this module
-pulls in no Triton.
+The tensor layer imports no op and no kernel module. Op methods (view, permute, clone …) and
+operators come from :class:`~nbx_core.tensor.methods.TensorMethods`, which calls the registry by
+ATen name; ``to()`` is ``aten::_to_copy``; Python indexing (``x[...]``, ``x[...] = v``), at the end
+of this module, is composed of registry calls too. Reading values on the host (``numpy()``,
+``item()``) and putting new data on a device copy bytes through the storage (nbx_core.memory).
 """
 
 from __future__ import annotations
@@ -13,20 +14,22 @@ from typing import Any
 
 import numpy as np
 
-from . import backend as _backend
-from . import dtypes as D
-from .device import CPU, Device, as_device
-from .errors import DeviceError, NbxTypeError, NbxValueError
-from .memory import allocate
-from .memory.host import HostStorage
-from .shape import contiguous_strides, is_contiguous, numel
+from .. import backend as _backend
+from .. import dtypes as D
+from ..device import CPU, Device, as_device
+from ..errors import DeviceError, IndexOutOfRangeError, NbxTypeError, NbxValueError
+from ..memory import allocate
+from ..memory.host import HostStorage
+from ..shape import contiguous_strides, is_contiguous, numel
+from . import dlpack, printing
+from .methods import TensorMethods, call
 
 # The aot backend runs no kernel, so new memory would stay whatever it was: it is zeroed there to
 # keep data-dependent host logic (sizes read back from a result) bounded.
 ZERO_NEW = _backend.requested() == "aot"
 
 
-class NBXTensor:
+class NBXTensor(TensorMethods):
     """A strided view of a storage. Build one with :func:`nbx_core.tensor` or a creation op."""
 
     __slots__ = ("_storage", "_shape", "_strides", "_offset", "dtype", "__weakref__")
@@ -40,7 +43,7 @@ class NBXTensor:
         self._offset = offset
         self.dtype = dtype
 
-    # -- metadata -----------------------------------------------------------------------------
+    # -- metadata ---------------------------------------------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:
         return self._shape
@@ -55,14 +58,14 @@ class NBXTensor:
     def size(self, dim: int | None = None):
         if dim is None:
             return self._shape
-        from .shape import wrap_dim
+        from ..shape import wrap_dim
 
         return self._shape[wrap_dim("size", dim, self.ndim)] if self.ndim else 1
 
     def stride(self, dim: int | None = None):
         if dim is None:
             return self._strides
-        from .shape import wrap_dim
+        from ..shape import wrap_dim
 
         return self._strides[wrap_dim("stride", dim, self.ndim)] if self.ndim else 1
 
@@ -93,14 +96,6 @@ class NBXTensor:
     def is_cuda(self) -> bool:
         return self.device.type == "cuda"
 
-    def __getattr__(self, name: str) -> Any:
-        # The op methods (view, permute, clone ...) are bound on first use: their modules import this one.
-        from .methods import bind_ops
-
-        if not name.startswith("__") and bind_ops():
-            return getattr(self, name)
-        raise AttributeError(f"'NBXTensor' object has no attribute {name!r}")
-
     def __len__(self) -> int:
         if not self._shape:
             raise NbxTypeError("len() of a 0-dim tensor")
@@ -113,7 +108,7 @@ class NBXTensor:
         Device tensors are copied to the host. bfloat16 and float8 come back as ml_dtypes arrays.
         """
         if self.device.type != "cpu":
-            return self.to(CPU).numpy()
+            return self._to_host().numpy()
         if self.numel() == 0:
             return np.empty(self._shape, self.dtype.np)
         item = self.dtype.itemsize
@@ -138,10 +133,18 @@ class NBXTensor:
         """The single value of a one-element tensor as a Python scalar."""
         if self.numel() != 1:
             raise NbxValueError(f"item: a tensor with {self.numel()} elements cannot be converted to a scalar")
-        value = self.numpy().reshape(()).item() if self.device.type == "cpu" else self.to(CPU).item()
+        value = self.numpy().reshape(()).item()
         if self.dtype.is_floating_point and not isinstance(value, float):
             value = float(value)
         return value
+
+    def _to_host(self) -> NBXTensor:
+        """A host copy of this device tensor: its bytes, after ``contiguous()`` (a kernel) when it is strided."""
+        src = self if self.is_contiguous() else self.contiguous()
+        out = empty_tensor(src._shape, src.dtype)
+        item = src.dtype.itemsize
+        src._storage.copy_to_host(src._offset * item, out._storage.ptr, src.numel() * item)
+        return out
 
     def to(self, *args: Any, **kwargs: Any) -> NBXTensor:
         """``to(device)``, ``to(dtype)``, ``to(device, dtype)`` or keywords; returns self when nothing changes."""
@@ -159,13 +162,11 @@ class NBXTensor:
                 device, dtype = a.device, a.dtype
             else:
                 device = a
-        from .ops.copy import _to_copy
-
         dev = as_device(device) if device is not None else self.device
         dt = D.as_dtype(dtype) if dtype is not None else self.dtype
         if dev == self.device and dt is self.dtype and not copy:
             return self
-        return _to_copy(self, dtype=dt, device=dev)
+        return call("aten::_to_copy", self, dtype=dt, device=dev)
 
     def cpu(self) -> NBXTensor:
         return self.to(CPU)
@@ -175,21 +176,15 @@ class NBXTensor:
 
     # -- DLPack -----------------------------------------------------------------------------------
     def __dlpack_device__(self) -> tuple[int, int]:
-        from .dlpack import dlpack_device
-
-        return dlpack_device(self)
+        return dlpack.dlpack_device(self)
 
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
                    copy: Any = None) -> Any:
-        from .dlpack import to_dlpack
-
-        return to_dlpack(self, stream=stream, max_version=max_version)
+        return dlpack.to_dlpack(self, stream=stream, max_version=max_version)
 
     # -- printing ---------------------------------------------------------------------------------
     def __repr__(self) -> str:
-        from .printing import tensor_repr
-
-        return tensor_repr(self)
+        return printing.tensor_repr(self)
 
     __str__ = __repr__
 
@@ -219,6 +214,26 @@ class NBXTensor:
         if not self._shape:
             raise NbxTypeError("iteration over a 0-dim tensor")
         return iter(self.unbind(0))
+
+    # -- Python indexing --------------------------------------------------------------------------
+    def __getitem__(self, key: Any) -> NBXTensor:
+        """Basic indexing (ints, slices, None, Ellipsis) as views; tensor or list indices via aten::index."""
+        view, advanced = _basic(self, key)
+        if advanced is None:
+            return view if view is not self else call("aten::alias", self)
+        return call("aten::index.Tensor", view, _index_list(advanced))
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        view, advanced = _basic(self, key)
+        if advanced is None:
+            if isinstance(value, NBXTensor):
+                call("aten::copy_", view, value)
+            else:
+                call("aten::fill_.Scalar", view, value)
+            return
+        if not isinstance(value, NBXTensor):
+            value = tensor(value, dtype=self.dtype, device=self.device)
+        call("aten::index_put_", view, _index_list(advanced), value)
 
 
 def empty_tensor(shape: Sequence[int], dtype: D.DType, device: Device | None = None,
@@ -273,9 +288,12 @@ def tensor(data: Any, dtype: Any = None, device: Any = None) -> NBXTensor:
             else:
                 raise NbxTypeError(f"tensor: cannot build a tensor from {type(data).__name__} data")
     arr = np.array(arr, dtype=dt.np, copy=True, order="C")
-    host = _host_from_numpy(arr, dt)
     dev = as_device(device) if device is not None else CPU
-    return host if dev.type == "cpu" else host.to(dev)
+    if dev.type == "cpu":
+        return _host_from_numpy(arr, dt)
+    out = empty_tensor(arr.shape, dt, dev)
+    out._storage.copy_from_host(0, arr.ctypes.data, arr.nbytes)
+    return out
 
 
 def from_numpy(arr: np.ndarray) -> NBXTensor:
@@ -283,6 +301,14 @@ def from_numpy(arr: np.ndarray) -> NBXTensor:
     if not isinstance(arr, np.ndarray):
         raise NbxTypeError(f"from_numpy: expected a numpy array, got {type(arr).__name__}")
     return _host_from_numpy(arr, D.from_numpy(arr.dtype))
+
+
+def from_dlpack(obj: Any) -> NBXTensor:
+    """An NBXTensor sharing the memory of any DLPack producer (numpy, torch, CuPy, JAX …)."""
+    if isinstance(obj, NBXTensor):
+        return obj
+    storage, shape, strides, dtype = dlpack.unpack(obj)
+    return NBXTensor(storage, shape, strides, 0, dtype)
 
 
 def check_device(op: str, *tensors: NBXTensor) -> Device:
@@ -299,4 +325,79 @@ def check_device(op: str, *tensors: NBXTensor) -> Device:
     return dev if dev is not None else CPU
 
 
-from . import methods as _methods  # noqa: E402,F401  (binds the op methods; needs the class above)
+# -- Python indexing: ints, slices, None and Ellipsis are views (select, slice, unsqueeze); tensor,
+# list or bool indices are advanced indexing, aten::index / aten::index_put_ (nbx-index provides them).
+
+
+def _expand_key(self: NBXTensor, key: Any) -> list[Any]:
+    items = list(key) if isinstance(key, tuple) else [key]
+    consumed = sum(
+        0 if (k is None or k is Ellipsis) else (k.ndim if isinstance(k, NBXTensor) and k.dtype is D.bool_ else 1)
+        for k in items
+    )
+    if sum(1 for k in items if k is Ellipsis) > 1:
+        raise IndexOutOfRangeError("an index can only have a single ellipsis ('...')")
+    if consumed > self.ndim:
+        raise IndexOutOfRangeError(f"too many indices for a tensor of dimension {self.ndim}")
+    if Ellipsis in [k for k in items if not isinstance(k, NBXTensor)]:
+        i = next(i for i, k in enumerate(items) if k is Ellipsis)
+        items[i:i + 1] = [slice(None)] * (self.ndim - consumed)
+    else:
+        items += [slice(None)] * (self.ndim - consumed)
+    return items
+
+
+def _basic(self: NBXTensor, key: Any) -> tuple[NBXTensor, list[Any] | None]:
+    """Apply the view part of ``key``; return the view and the advanced indices per dim (or None)."""
+    out = self
+    dim = 0
+    advanced: list[Any] = []
+    has_adv = False
+    for k in _expand_key(self, key):
+        if k is None:
+            out = call("aten::unsqueeze", out, dim)
+            advanced.append(None)
+            dim += 1
+        elif isinstance(k, slice):
+            out = call("aten::slice.Tensor", out, dim, k.start, k.stop, 1 if k.step is None else k.step)
+            advanced.append(None)
+            dim += 1
+        elif isinstance(k, bool):
+            out = call("aten::unsqueeze", out, dim)
+            advanced.append(tensor([k], device=self.device))
+            has_adv = True
+            dim += 1
+        elif isinstance(k, int) or (isinstance(k, NBXTensor) and k.ndim == 0 and k.dtype.kind in "iu"
+                                    and k.device.type == "cpu"):
+            out = call("aten::select.int", out, dim, int(k))
+        elif isinstance(k, NBXTensor | list | tuple):
+            t = k if isinstance(k, NBXTensor) else tensor(k, device=self.device)
+            if t.dtype is D.bool_:
+                advanced.append(t)
+                advanced.extend([None] * (t.ndim - 1))
+                dim += t.ndim
+            else:
+                if t.dtype.kind not in "iu":
+                    raise NbxTypeError(f"tensors used as indices must be long, int or bool, got {t.dtype}")
+                advanced.append(t)
+                dim += 1
+            has_adv = True
+        else:
+            raise NbxTypeError(f"cannot index a tensor with {type(k).__name__}: use ints, slices, None, "
+                               "Ellipsis, lists or tensors")
+    return out, (advanced if has_adv else None)
+
+
+def _index_list(advanced: list[Any]) -> list[Any]:
+    # A bool mask spans several dims in the key; aten::index takes it in its first dim's slot.
+    out, skip = [], 0
+    for a in advanced:
+        if skip:
+            skip -= 1
+            continue
+        out.append(a)
+        if isinstance(a, NBXTensor) and a.dtype is D.bool_:
+            skip = a.ndim - 1
+    while out and out[-1] is None:
+        out.pop()
+    return out

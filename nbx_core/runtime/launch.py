@@ -4,7 +4,7 @@
 arguments become what the backend's launcher reads; the backend decides what a launch means:
 
 - ``cpu``: the kernel runs under Triton's interpreter on host memory, one launch at a time
-  (:mod:`nbx_core.interpreter`).
+  (:mod:`nbx_core.runtime.interpreter`).
 - ``cuda``: the first launch of a signature compiles through Triton; later launches of the same
   signature skip Triton's per-call binding and call the compiled kernel directly.
 - ``aot``: the kernel is compiled for ``NBX_AOT_TARGET`` (default sm_90) and not run, through a
@@ -22,9 +22,9 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any
 
-from . import backend as _backend
-from .errors import BackendError, DeviceError, NbxTypeError
-from .tensor import NBXTensor
+from .. import backend as _backend
+from ..errors import BackendError, DeviceError, NbxTypeError
+from ..tensor import NBXTensor
 
 BACKEND = _backend.current()
 
@@ -113,7 +113,7 @@ if BACKEND == "aot":
 
     triton.runtime.driver.set_active(_AotDriver())
 elif BACKEND == "cuda":
-    from .memory import cuda as _cuda
+    from ..memory import cuda as _cuda
 else:
     from . import interpreter as _interpreter
 

@@ -25,15 +25,15 @@ from typing import Any
 import triton
 import triton.language as tl
 
-from . import dtypes as D
-from .errors import NbxTypeError, NbxValueError
+from .. import dtypes as D
+from ..errors import NbxTypeError, NbxValueError
+from ..memory import allocate
+from ..shape import broadcast_shapes, broadcast_strides, coalesce, contiguous_strides, numel
+from ..tensor import ZERO_NEW, NBXTensor, check_device
 from .kernels.copy import cast_to
 from .kernels.indexing import block_indices, needs_int64, offsets
 from .launch import BACKEND, block_size, cdiv, prepare
-from .memory import allocate
 from .plans import PlanCache, geometry
-from .shape import broadcast_shapes, broadcast_strides, coalesce, contiguous_strides, numel
-from .tensor import ZERO_NEW, NBXTensor, check_device
 
 MAX_OPERANDS = 4
 _TL = {

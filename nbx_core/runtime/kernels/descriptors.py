@@ -15,10 +15,10 @@ from typing import Any
 
 from triton.runtime import _allocation
 
-from ..device import Device
+from ...device import Device
+from ...memory import allocate
+from ...tensor import NBXTensor
 from ..launch import BACKEND
-from ..memory import allocate
-from ..tensor import NBXTensor
 
 
 def tma_readable(t: NBXTensor, inner_stride: int, row_stride: int, batch_strides: Iterable[int] = ()) -> bool:

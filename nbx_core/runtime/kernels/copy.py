@@ -5,10 +5,10 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from ...shape import broadcast_strides, coalesce
+from ...tensor import NBXTensor
 from ..launch import BACKEND, Prepared, block_size, cdiv, prepare
 from ..plans import PlanCache, geometry
-from ..shape import broadcast_strides, coalesce
-from ..tensor import NBXTensor
 from .indexing import block_indices, needs_int64, offsets
 
 # Triton's interpreter truncates float32 to bfloat16; GPUs round to nearest even, as torch does.

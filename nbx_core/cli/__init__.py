@@ -6,12 +6,12 @@ table, or JSON with ``--format json``: schemas in docs/cli.md), messages to stde
 that choose nothing) or names are missing; 2 bad usage (a flag, a contradictory plugin selection,
 an unreadable file, a backend that cannot run here).
 
-``nbx run`` belongs to :mod:`nbx_core.graph.cli`, which must define ``add_run_parser(subparsers)``:
-it adds a ``run`` parser (built with ``parents=[registry_options()]`` to take the plugin flags) whose
-defaults set ``func``, a handler ``(args) -> int``, and ``parser``, the parser itself (whose usage
-an unknown flag prints). Before any handler runs, ``main`` installs the plugin selection of the
-flags for :func:`nbx_core.registry.get_registry`. That module is imported only when the command is
-``run``, so auditing never imports the graph runner or kernels.
+``nbx run`` belongs to :mod:`nbx_core.cli.run`, which must define ``add_run_parser(subparsers)``:
+it adds a ``run`` parser (built with ``parents=[registry_options()]`` from :mod:`nbx_core.cli.options`
+to take the plugin flags) whose defaults set ``func``, a handler ``(args) -> int``, and ``parser``,
+the parser itself (whose usage an unknown flag prints). Before any handler runs, ``main`` installs
+the plugin selection of the flags for :func:`nbx_core.registry.get_registry`. That module is
+imported only when the command is ``run``, so auditing never imports the graph runner or kernels.
 """
 
 from __future__ import annotations
@@ -19,14 +19,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import __version__, opnames
-from .errors import (
+from .. import opnames
+from ..errors import (
     BackendError,
     DuplicateKernelError,
     InvalidOpNameError,
@@ -35,30 +34,21 @@ from .errors import (
     RegistryError,
     UnresolvedOpError,
 )
-from .plugins import RegistryConfig, load_registry, parse_preferences, split_names
-from .registry import Entry, PluginInfo, Registry, reset_registry
+from ..registry import (
+    Entry,
+    PluginInfo,
+    Registry,
+    RegistryConfig,
+    load_registry,
+    parse_preferences,
+    reset_registry,
+    split_names,
+)
+from ..version import __version__
+from .options import UsageError, format_table, registry_options
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 JSON_SCHEMA = 1
-
-
-class UsageError(NbxError):
-    """The command line asks for something that cannot be done (exit code 2)."""
-
-
-def registry_options() -> argparse.ArgumentParser:
-    """A parent parser with the plugin-selection flags, which mirror the NBX_* variables."""
-    parser = argparse.ArgumentParser(add_help=False)
-    group = parser.add_argument_group("plugin selection (added to the NBX_* environment variables)")
-    group.add_argument("--disable-plugin", action="append", default=[], metavar="NAME",
-                       help="do not load plugin NAME (repeatable; NBX_DISABLE_PLUGINS)")
-    group.add_argument("--no-autoload", action="store_true",
-                       help="load only core and the --plugins allow-list (NBX_DISABLE_PLUGIN_AUTOLOAD=1)")
-    group.add_argument("--plugins", metavar="A,B",
-                       help="allow-list of plugins to load besides core; implies --no-autoload (NBX_PLUGINS)")
-    group.add_argument("--prefer", action="append", default=[], metavar="OP=PLUGIN",
-                       help="choose PLUGIN among the providers of OP (repeatable; NBX_PREFER)")
-    return parser
 
 
 def config_from_args(args: argparse.Namespace) -> RegistryConfig:
@@ -74,30 +64,10 @@ def config_from_args(args: argparse.Namespace) -> RegistryConfig:
 # -- output ----------------------------------------------------------------------------------------
 
 
-_MIN_LAST = 12  # a truncated last column keeps at least this many characters
 
 
-def _terminal_width() -> int | None:
-    """The width tables must fit: the terminal's (``COLUMNS`` when set), or None when stdout is not
-    a terminal, so that a table piped to a file or to grep is never cut."""
-    return shutil.get_terminal_size().columns if sys.stdout.isatty() else None
 
 
-def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """An aligned table of ``rows`` under ``headers``, without its empty columns; where the terminal
-    is narrower, the last column (the longest: targets, reasons) is cut to fit, ending in '...'."""
-    cells = [[("" if c is None else str(c)) for c in row] for row in rows]
-    shown = [i for i in range(len(headers)) if not cells or any(row[i] for row in cells)]
-    cells = [[headers[i] for i in shown], *([row[i] for i in shown] for row in cells)]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(shown))]
-    terminal = _terminal_width()
-    if terminal is not None and sum(widths) + 2 * (len(widths) - 1) > terminal:
-        last = max(terminal - sum(widths[:-1]) - 2 * (len(widths) - 1), _MIN_LAST)
-        for row in cells:
-            if len(row[-1]) > last:
-                row[-1] = row[-1][: last - 3] + "..."
-    lines = ("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells)
-    return "\n".join(line.rstrip() for line in lines)
 
 
 def _emit(args: argparse.Namespace, document: dict[str, Any], table: Callable[[], str]) -> None:
@@ -258,7 +228,7 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
 
 def _cmd_check(args: argparse.Namespace) -> int:
     try:
-        from .graph import required_ops
+        from ..graph import required_ops
     except ImportError as exc:
         raise UsageError(
             "nbx registry check cannot read graphs here: nbx_core.graph.required_ops is not available "
@@ -323,12 +293,12 @@ def _add_registry_parser(subparsers: Any) -> None:
 
 
 def _add_run_parser(subparsers: Any, wanted: bool) -> None:
-    """The real ``run`` parser when the command is ``run``; otherwise (or when nbx_core.graph.cli is
+    """The real ``run`` parser when the command is ``run``; otherwise (or when nbx_core.cli.run is
     unavailable) a placeholder that names the command in ``nbx --help``."""
     reason = "not requested"
     if wanted:
         try:
-            from .graph.cli import add_run_parser
+            from .run import add_run_parser
         except ImportError as exc:
             reason = str(exc)
         else:
@@ -340,11 +310,11 @@ def _add_run_parser(subparsers: Any, wanted: bool) -> None:
 
 
 def _run_unavailable(reason: str) -> int:
-    raise UsageError(f"nbx run needs nbx_core.graph.cli, which is not available ({reason}); reinstall nbx")
+    raise UsageError(f"nbx run needs nbx_core.cli.run, which is not available ({reason}); reinstall nbx")
 
 
 def build_parser(with_run: bool = False) -> argparse.ArgumentParser:
-    """The ``nbx`` parser; ``with_run`` imports nbx_core.graph.cli for the real ``run`` parser."""
+    """The ``nbx`` parser; ``with_run`` imports nbx_core.cli.run for the real ``run`` parser."""
     parser = argparse.ArgumentParser(prog="nbx", description="NBX: ATen graphs on Triton kernels.")
     parser.add_argument("--version", action="version", version=f"nbx-core {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

@@ -21,7 +21,8 @@ import numpy as np
 from .. import backend
 from .. import dtypes as D
 from ..errors import GraphInputError
-from .format import Graph, TensorSpec
+from ..graph.format import Graph, TensorSpec
+from .options import UsageError, format_table, registry_options
 
 _BACKENDS = {"cpu": "cpu (Triton's interpreter)", "cuda": "cuda", "aot": "aot (compiles kernels, computes nothing)"}
 _IMPORTED = time.perf_counter()
@@ -29,8 +30,6 @@ _IMPORTED = time.perf_counter()
 
 def add_run_parser(subparsers: Any) -> None:
     """Add the ``run`` command (nbx_core.cli's contract: defaults set ``func`` and ``parser``)."""
-    from ..cli import registry_options
-
     run = subparsers.add_parser("run", parents=[registry_options()], help="run an NBX graph",
                                 description=__doc__.split("\n\n", 1)[1].replace("``", ""),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -47,8 +46,6 @@ def add_run_parser(subparsers: Any) -> None:
 
 
 def _pairs(items: list[str], flag: str) -> dict[str, str]:
-    from ..cli import UsageError
-
     out = {}
     for item in items:
         name, sep, value = item.partition("=")
@@ -59,8 +56,6 @@ def _pairs(items: list[str], flag: str) -> dict[str, str]:
 
 
 def _read_npy(name: str, file: str) -> np.ndarray:
-    from ..cli import UsageError
-
     try:
         return np.load(file, allow_pickle=False)
     except (OSError, ValueError) as exc:
@@ -120,8 +115,7 @@ def _since_start() -> float:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..cli import UsageError, format_table
-    from . import load
+    from ..graph import load
 
     started = time.perf_counter()
     prog = load(args.graph, device=args.device)

@@ -18,10 +18,10 @@ from .. import launch as _launch  # noqa: F401  (configures Triton before the ke
 import triton
 import triton.language as tl
 
-from .. import dtypes as D
-from ..device import Device
+from ... import dtypes as D
+from ...device import Device
+from ...tensor import NBXTensor, empty_tensor
 from ..launch import next_pow2
-from ..tensor import NBXTensor, empty_tensor
 
 # Per device and stream (and CUDA-graph capture, whose launches replay on their own).
 _counters: dict[tuple, NBXTensor] = {}
@@ -31,7 +31,7 @@ def tickets(device: Device, n: int) -> NBXTensor:
     """At least ``n`` int32 counters at zero on ``device``, for a launch on the current stream."""
     key: tuple = (device,)
     if device.type == "cuda":
-        from ..memory import cuda
+        from ...memory import cuda
 
         key = (device, cuda.current_stream(), cuda.capture_id())
     t = _counters.get(key)

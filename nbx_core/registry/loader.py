@@ -21,17 +21,20 @@ Which plugins load (:class:`RegistryConfig`, mirrored by the CLI flags):
 ``core`` (nbx-core's own ops) always loads. A name in these lists that no installed plugin has, a
 plugin both allowed and disabled, or an allow-list with autoload on, is a RegistryConfigError: a
 typo must not silently leave a plugin active.
+
+:func:`get_registry` is the process-wide registry, loaded with this selection on first use.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from importlib import metadata
 
-from . import opnames
-from .errors import PluginLoadError, RegistryConfigError, RegistryError
+from .. import opnames
+from ..errors import PluginLoadError, RegistryConfigError, RegistryError
 from .registry import CORE_PLUGIN, PluginInfo, Provenance, Registry, plugin_load_error
 
 ENTRY_POINT_GROUP = "nbx.plugins"
@@ -266,3 +269,52 @@ def _load_one(registry: Registry, plugin: DiscoveredPlugin) -> None:
         registry.add_plugin(plugin.name, module, plugin.distribution, plugin.version)
     except PluginLoadError:
         pass  # recorded by the registry; load_registry reports it with the other problems
+
+
+_default: Registry | None = None
+_default_config: RegistryConfig | None = None
+# Reentrant: a plugin that reaches get_registry() while it loads (an NBXTensor method calls it)
+# gets an error instead of waiting on its own thread.
+_default_lock = threading.RLock()
+_loading = False
+
+
+def get_registry() -> Registry:
+    """The process-wide registry, loaded strictly from the installed plugins on first use.
+
+    The selection comes from the NBX_* environment variables, or from the config given to
+    :func:`reset_registry`. A failed load raises and is retried on the next call.
+    """
+    global _default, _loading
+    registry = _default
+    if registry is None:
+        with _default_lock:
+            if _default is None:
+                if _loading:
+                    raise RegistryError(
+                        "the process-wide registry was used while it loads: a plugin module or hook called "
+                        "get_registry() or an NBXTensor op method (view, clone, +, indexing ...), which run "
+                        "through the registry; a hook may only register names: use tensors in kernels"
+                    )
+                _loading = True
+                try:
+                    _default = load_registry(_default_config)
+                finally:
+                    _loading = False
+            registry = _default
+    return registry
+
+
+def set_registry(registry: Registry) -> None:
+    """Make ``registry`` the process-wide registry (embedding, tests)."""
+    global _default
+    with _default_lock:
+        _default = registry
+
+
+def reset_registry(config: RegistryConfig | None = None) -> None:
+    """Forget the process-wide registry; the next :func:`get_registry` loads it anew with
+    ``config`` (None: from the environment)."""
+    global _default, _default_config
+    with _default_lock:
+        _default, _default_config = None, config

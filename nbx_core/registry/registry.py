@@ -9,72 +9,40 @@ Strict by design:
 
 Lookup tries the exact ``ns::op.overload`` key, then ``ns::op``. String targets
 (``"pkg.module:attr"``) are imported on first lookup and cached, so listing imports no kernel.
-Plugins are discovered and loaded by :mod:`nbx_core.plugins`; :func:`get_registry` gives the
-process-wide registry loaded from the installed entry points.
+Plugins are discovered and loaded by :mod:`nbx_core.registry.loader`, which also holds the
+process-wide registry (:func:`~nbx_core.registry.loader.get_registry`).
 """
 
 from __future__ import annotations
 
 import importlib
-import re
-import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, NoReturn
+from typing import Any, Literal, NoReturn
 
 import pluggy
 
-from . import hookspec, opnames
-from .errors import (
+from .. import opnames
+from ..errors import (
     BackendError,
     DuplicateKernelError,
-    InvalidTargetError,
     KernelImportError,
     PluginLoadError,
     RegistryConfigError,
     RegistryError,
     UnresolvedOpError,
 )
-
-if TYPE_CHECKING:
-    from .plugins import RegistryConfig
+from . import hookspec
+from .registrar import Provenance, Registrar, Registration
 
 CORE_PLUGIN = "core"
-_DOTTED = rf"{opnames.IDENTIFIER}(?:\.{opnames.IDENTIFIER})*"
-_TARGET = re.compile(rf"{_DOTTED}:{_DOTTED}")
 _CHOOSE_HINT = (
     "choose one with NBX_PREFER={name}=<plugin> (CLI: --prefer {name}=<plugin>) or disable one with "
     "NBX_DISABLE_PLUGINS=<plugin> (CLI: --disable-plugin <plugin>)"
 )
 
-Target = str | Callable[..., Any]
 EntryStatus = Literal["active", "overridden", "conflict"]
 PluginStatus = Literal["loaded", "disabled", "failed"]
-
-
-@dataclass(frozen=True)
-class Provenance:
-    """Who provides a name: the plugin and the distribution (and version) that ships it."""
-
-    plugin: str
-    distribution: str | None = None
-    version: str | None = None
-
-    def __str__(self) -> str:
-        if self.distribution is None:
-            return f"plugin {self.plugin!r} (added directly, no distribution)"
-        return f"plugin {self.plugin!r} ({self.distribution} {self.version or '?'})"
-
-
-@dataclass(frozen=True)
-class _Registration:
-    name: str
-    provenance: Provenance
-    target: Target
-    display: str  # the target as listings show it
-
-    def describe(self) -> str:
-        return f"{self.provenance} -> {self.display}"
 
 
 @dataclass(frozen=True)
@@ -125,11 +93,6 @@ class PluginInfo:
     error: RegistryError | None = None
 
 
-def _describe_callable(target: Callable[..., Any]) -> str:
-    module, qualname = getattr(target, "__module__", None), getattr(target, "__qualname__", None)
-    return f"{module}:{qualname}" if module and qualname else repr(target)
-
-
 def plugin_load_error(provenance: Provenance, reason: str, cause: BaseException | None) -> PluginLoadError:
     """The PluginLoadError for a plugin that failed for ``reason``, chained to ``cause``."""
     fix = (
@@ -143,81 +106,9 @@ def plugin_load_error(provenance: Provenance, reason: str, cause: BaseException 
     return error
 
 
-class Registrar:
-    """What a plugin's ``nbx_register_kernels`` hook receives: registers names for one plugin.
-
-    Registrations are held until the hook returns; the registry commits them only if it returned
-    without raising, so a failing plugin contributes nothing.
-    """
-
-    def __init__(self, provenance: Provenance) -> None:
-        self._provenance = provenance
-        self._pending: dict[str, _Registration] = {}
-
-    @property
-    def plugin(self) -> str:
-        return self._provenance.plugin
-
-    @property
-    def distribution(self) -> str | None:
-        return self._provenance.distribution
-
-    @property
-    def version(self) -> str | None:
-        return self._provenance.version
-
-    def register(self, name: str, target: Target) -> None:
-        """Register ``name`` (``ns::op`` or ``ns::op.overload``) to ``target``.
-
-        ``target`` is ``"package.module:attr"`` (imported on first use of the op: keep kernels
-        and Triton out of the plugin module) or a callable.
-        """
-        where = str(self._provenance)
-        opnames.split_op_name(name, where)
-        if isinstance(target, str):
-            if not _TARGET.fullmatch(target):
-                raise InvalidTargetError(
-                    f"{where}: target {target!r} for {name} is not of the form 'package.module:attr'"
-                )
-            display = target
-        elif callable(target):
-            display = _describe_callable(target)
-        else:
-            raise InvalidTargetError(
-                f"{where}: target for {name} is a {type(target).__name__}; pass a callable or a "
-                "'package.module:attr' string"
-            )
-        previous = self._pending.get(name)
-        if previous is not None:
-            raise DuplicateKernelError(
-                f"{where} registers {name} twice: -> {previous.display} and -> {display}; "
-                "register each name once"
-            )
-        self._pending[name] = _Registration(name, self._provenance, target, display)
-
-    def register_module(self, module: str, names: Iterable[str]) -> None:
-        """Register each name to ``module:<op>``, the function named after the op.
-
-        ``register_module("nbx_elementwise.unary", ["aten::abs", "aten::exp.default"])`` maps
-        ``aten::abs`` to ``nbx_elementwise.unary:abs`` and ``aten::exp.default`` to
-        ``nbx_elementwise.unary:exp``.
-        """
-        for name in names:
-            _, op, _ = opnames.split_op_name(name, str(self._provenance))
-            self.register(name, f"{module}:{op}")
-
-    def register_modules(self, modules: Mapping[str, Iterable[str]]) -> None:
-        """``register_module`` for each module -> names pair: a plugin's whole registration.
-
-        ``register_modules({"nbx_norm.rms_norm": ["aten::rms_norm"], ...})``.
-        """
-        for module, names in modules.items():
-            self.register_module(module, names)
-
-
 @dataclass(frozen=True)
 class _Resolution:
-    active: dict[str, _Registration]
+    active: dict[str, Registration]
     conflicts: dict[str, DuplicateKernelError]
     preferred: frozenset[str]  # names whose active provider a preference chose
     problems: tuple[RegistryError, ...]
@@ -226,7 +117,7 @@ class _Resolution:
 class Registry:
     """Op names to kernels, loaded from plugins.
 
-    Build one with :func:`nbx_core.plugins.load_registry` (discovery through entry points) or
+    Build one with :func:`nbx_core.registry.loader.load_registry` (discovery through entry points) or
     directly, adding plugin objects with :meth:`add_plugin`. ``prefer`` maps an op name to the
     plugin chosen among its providers.
     """
@@ -238,7 +129,7 @@ class Registry:
         self._pm = pluggy.PluginManager(hookspec.PROJECT)
         self._pm.add_hookspecs(hookspec)
         self._plugins: list[PluginInfo] = []
-        self._registrations: dict[str, list[_Registration]] = {}
+        self._registrations: dict[str, list[Registration]] = {}
         self._resolution: _Resolution | None = None
         self._kernels: dict[str, Callable[..., Any]] = {}
 
@@ -277,10 +168,10 @@ class Registry:
             self._pm.subset_hook_caller("nbx_register_kernels", remove_plugins=others)(registry=registrar)
         except Exception as exc:
             self._fail(provenance, f"its nbx_register_kernels hook raised {type(exc).__name__}: {exc}", exc)
-        for registration in registrar._pending.values():
+        for registration in registrar.pending():
             self._registrations.setdefault(registration.name, []).append(registration)
         self._invalidate()
-        info = PluginInfo(name, distribution, version, len(registrar._pending), "loaded")
+        info = PluginInfo(name, distribution, version, len(registrar.pending()), "loaded")
         self._plugins.append(info)
         return info
 
@@ -310,7 +201,7 @@ class Registry:
         return resolution
 
     def _resolve(self) -> _Resolution:
-        active: dict[str, _Registration] = {}
+        active: dict[str, Registration] = {}
         conflicts: dict[str, DuplicateKernelError] = {}
         preferred: set[str] = set()
         problems: list[RegistryError] = []
@@ -336,7 +227,7 @@ class Registry:
                 problems.append(self._bad_preference(name, choice, []))
         return _Resolution(active, conflicts, frozenset(preferred), tuple(problems))
 
-    def _bad_preference(self, name: str, choice: str, registrations: list[_Registration]) -> RegistryError:
+    def _bad_preference(self, name: str, choice: str, registrations: list[Registration]) -> RegistryError:
         status = next((p.status for p in self._plugins if p.name == choice), "not installed")
         providers = "; ".join(r.describe() for r in registrations) or "none"
         return RegistryConfigError(
@@ -345,7 +236,7 @@ class Registry:
             "Fix or drop the preference"
         )
 
-    def _active(self, name: str) -> _Registration:
+    def _active(self, name: str) -> Registration:
         _, _, overload = opnames.split_op_name(name, "lookup")
         resolution = self._resolved()
         for key in (name, opnames.base_name(name)) if overload else (name,):
@@ -437,7 +328,7 @@ class Registry:
         """Run the kernel for ``name`` on the op's ATen-schema arguments."""
         return self.lookup(name)(*args, **kwargs)
 
-    def _load(self, name: str, registration: _Registration) -> Callable[..., Any]:
+    def _load(self, name: str, registration: Registration) -> Callable[..., Any]:
         target = registration.target
         if not isinstance(target, str):
             return target
@@ -461,7 +352,7 @@ class Registry:
 
     # -- listing ---------------------------------------------------------------------------------
 
-    def _entry(self, registration: _Registration, resolution: _Resolution) -> Entry:
+    def _entry(self, registration: Registration, resolution: _Resolution) -> Entry:
         name = registration.name
         status: EntryStatus
         if name in resolution.conflicts:
@@ -511,41 +402,3 @@ class Registry:
             cls = kinds.pop() if len(kinds) == 1 else RegistryError
             listed = "\n  ".join(str(p) for p in problems)
             raise cls(f"{len(problems)} registry problems:\n  {listed}") from problems[0]
-
-
-_default: Registry | None = None
-_default_config: RegistryConfig | None = None
-_default_lock = threading.Lock()
-
-
-def get_registry() -> Registry:
-    """The process-wide registry, loaded strictly from the installed plugins on first use.
-
-    The selection comes from the NBX_* environment variables, or from the config given to
-    :func:`reset_registry`. A failed load raises and is retried on the next call.
-    """
-    global _default
-    registry = _default
-    if registry is None:
-        with _default_lock:
-            if _default is None:
-                from .plugins import load_registry  # plugins imports this module
-
-                _default = load_registry(_default_config)
-            registry = _default
-    return registry
-
-
-def set_registry(registry: Registry) -> None:
-    """Make ``registry`` the process-wide registry (embedding, tests)."""
-    global _default
-    with _default_lock:
-        _default = registry
-
-
-def reset_registry(config: RegistryConfig | None = None) -> None:
-    """Forget the process-wide registry; the next :func:`get_registry` loads it anew with
-    ``config`` (None: from the environment)."""
-    global _default, _default_config
-    with _default_lock:
-        _default, _default_config = None, config

@@ -27,7 +27,7 @@ from triton.runtime.errors import InterpreterError
 from triton.runtime.interpreter import InterpretedFunction
 from triton.runtime.jit import JITFunction
 
-from .errors import BackendError
+from ..errors import BackendError
 
 _lock = threading.RLock()
 _language_visible: set[Any] = set()  # kernels whose jit functions all see triton.language

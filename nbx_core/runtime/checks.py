@@ -25,11 +25,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .backend import current as _backend
-from .device import Device
-from .errors import NbxError
-from .memory import cuda as _cuda
-from .tensor import NBXTensor, tensor
+from ..backend import current as _backend
+from ..device import Device
+from ..errors import NbxError
+from ..memory import cuda as _cuda
+from ..tensor import NBXTensor, tensor
 
 SLOTS = 1024
 """Slots per device table; a full table is read (one host wait) and reused."""

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
-    from .registry import Registrar
+    from .registrar import Registrar
 
 PROJECT = "nbx"
 hookspec = pluggy.HookspecMarker(PROJECT)

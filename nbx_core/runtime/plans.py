@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from typing import Any, Generic, TypeVar
 
-from .tensor import NBXTensor
+from ..tensor import NBXTensor
 
 P = TypeVar("P")
 

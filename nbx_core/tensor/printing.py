@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import dtypes as D
+from .. import dtypes as D
 
 _DEFAULT = {"float32", "int64", "bool", "complex64"}
 _LIMIT = 1000  # beyond this many elements, summarise with "..." as torch does

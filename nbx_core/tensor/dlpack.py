@@ -1,4 +1,5 @@
-"""DLPack exchange both ways, zero-copy: ``NBXTensor.__dlpack__`` and :func:`from_dlpack`.
+"""DLPack exchange both ways, zero-copy: ``NBXTensor.__dlpack__`` and ``from_dlpack`` (whose
+tensor :mod:`nbx_core.tensor.core` builds from :func:`unpack`, this module sitting below the class).
 
 Capsules follow the unversioned DLPack ABI (``DLManagedTensor``, capsule name "dltensor"), which
 numpy, torch, CuPy and JAX all read and write.
@@ -9,10 +10,9 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
-from . import dtypes as D
-from .device import CPU, Device
-from .errors import DeviceError, NbxError, NbxTypeError
-from .tensor import NBXTensor
+from .. import dtypes as D
+from ..device import CPU, Device
+from ..errors import DeviceError, NbxError, NbxTypeError
 
 _CPU, _CUDA = 1, 2
 _CODES = {  # DLDataTypeCode per NBX dtype
@@ -87,14 +87,14 @@ _incref(_release_c)
 _incref(_capsule_destructor_c)
 
 
-def dlpack_device(t: NBXTensor) -> tuple[int, int]:
+def dlpack_device(t: Any) -> tuple[int, int]:
     return (_CUDA, t.device.index) if t.device.type == "cuda" else (_CPU, 0)
 
 
-def to_dlpack(t: NBXTensor, stream: Any = None, max_version: Any = None) -> Any:
-    """A "dltensor" capsule viewing ``t``'s memory; NBX work is on the default stream already."""
+def to_dlpack(t: Any, stream: Any = None, max_version: Any = None) -> Any:
+    """A "dltensor" capsule viewing the memory of NBXTensor ``t``; NBX work is on the default stream already."""
     if t.device.type == "cuda":
-        from .memory.cuda import synchronize
+        from ..memory.cuda import synchronize
 
         if stream not in (None, 1, 2):
             synchronize(t.device)
@@ -144,12 +144,12 @@ class _DLStorage:
         return self
 
     def copy_from_host(self, dst_offset: int, src_ptr: int, nbytes: int) -> None:
-        from .memory.cuda import CudaStorage
+        from ..memory.cuda import CudaStorage
 
         CudaStorage(self.ptr, self.nbytes, self.device).copy_from_host(dst_offset, src_ptr, nbytes)
 
     def copy_to_host(self, src_offset: int, dst_ptr: int, nbytes: int) -> None:
-        from .memory.cuda import CudaStorage
+        from ..memory.cuda import CudaStorage
 
         CudaStorage(self.ptr, self.nbytes, self.device).copy_to_host(src_offset, dst_ptr, nbytes)
 
@@ -169,10 +169,8 @@ class _HostBytes:
         }
 
 
-def from_dlpack(obj: Any) -> NBXTensor:
-    """An NBXTensor sharing the memory of any DLPack producer (numpy, torch, CuPy, JAX …)."""
-    if isinstance(obj, NBXTensor):
-        return obj
+def unpack(obj: Any) -> tuple[_DLStorage, tuple[int, ...], tuple[int, ...], D.DType]:
+    """The storage, shape, strides (elements) and dtype of a DLPack producer's tensor, sharing its memory."""
     if not hasattr(obj, "__dlpack__"):
         raise NbxTypeError(f"from_dlpack: {type(obj).__name__} does not implement __dlpack__")
     kind, _ = obj.__dlpack_device__()
@@ -191,8 +189,7 @@ def from_dlpack(obj: Any) -> NBXTensor:
     item = dtype.itemsize
     extent = (1 + sum((n - 1) * s for n, s in zip(shape, strides, strict=True))) * item if all(shape) else 0
     base = (dl.data or 0) + dl.byte_offset
-    storage = _DLStorage(deleter, address, base, extent, device)
-    return NBXTensor(storage, shape, strides, 0, dtype)
+    return _DLStorage(deleter, address, base, extent, device), shape, strides, dtype
 
 
 def _layout(dl: _DLTensor) -> tuple[D.DType, Device, tuple[int, ...], tuple[int, ...]]:
@@ -211,7 +208,7 @@ def _layout(dl: _DLTensor) -> tuple[D.DType, Device, tuple[int, ...], tuple[int,
     if dl.strides:
         strides = tuple(dl.strides[i] for i in range(dl.ndim))
     else:
-        from .shape import contiguous_strides
+        from ..shape import contiguous_strides
 
         strides = contiguous_strides(shape)
     if any(s < 0 for s in strides):

@@ -8,9 +8,9 @@ float argument would be typed float32 by Triton and lose float64 precision.
 import triton
 import triton.language as tl
 
+from ...shape import coalesce
+from ...tensor import NBXTensor
 from ..launch import BACKEND, block_size, cdiv, launch
-from ..shape import coalesce
-from ..tensor import NBXTensor
 from .copy import cast_to
 from .indexing import block_indices, needs_int64, offsets
 
