@@ -144,28 +144,11 @@ class NBXTensor:
         return value
 
     def to(self, *args: Any, **kwargs: Any) -> NBXTensor:
-        """``to(device)``, ``to(dtype)``, ``to(device, dtype)`` or keywords; returns self when nothing changes."""
-        device = kwargs.pop("device", None)
-        dtype = kwargs.pop("dtype", None)
-        copy = kwargs.pop("copy", False)
-        kwargs.pop("non_blocking", None)
-        if kwargs:
-            raise NbxTypeError(f"to: unexpected keyword arguments {sorted(kwargs)}")
-        for a in args:
-            if isinstance(a, D.DType) or (type(a).__module__ == "torch" and "dtype" in type(a).__name__) or (
-                    isinstance(a, str) and a.removeprefix("torch.") in D.NAMES):
-                dtype = a
-            elif isinstance(a, NBXTensor):
-                device, dtype = a.device, a.dtype
-            else:
-                device = a
-        from .ops.copy import _to_copy
+        """torch's ``to``: ``to(device, dtype)``, ``to(dtype)``, ``to(tensor)``, with ``non_blocking``,
+        ``copy`` and ``memory_format``; returns self when nothing changes (an int is a CUDA index)."""
+        from .ops.copy import converted, to_arguments
 
-        dev = as_device(device) if device is not None else self.device
-        dt = D.as_dtype(dtype) if dtype is not None else self.dtype
-        if dev == self.device and dt is self.dtype and not copy:
-            return self
-        return _to_copy(self, dtype=dt, device=dev)
+        return converted("to", self, **to_arguments("to", args, kwargs, int_is_dtype=False))
 
     def cpu(self) -> NBXTensor:
         return self.to(CPU)

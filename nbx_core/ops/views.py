@@ -25,6 +25,7 @@ from ..shape import (
     numel as _numel,
 )
 from ..tensor import NBXTensor
+from .layout import format_name, is_contiguous_as
 
 
 def _view(t: NBXTensor, shape: Sequence[int], strides: Sequence[int], offset: int | None = None,
@@ -518,4 +519,5 @@ def dim(self: NBXTensor) -> int:
 
 
 def is_contiguous(self: NBXTensor, memory_format: Any = None) -> bool:
-    return self.is_contiguous()
+    """Whether ``self`` is contiguous in ``memory_format`` (default: row-major)."""
+    return is_contiguous_as(self, format_name("is_contiguous", memory_format))
