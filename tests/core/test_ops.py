@@ -171,6 +171,28 @@ def test_atleast_on_scalars_and_vectors():
         check_op("aten::atleast_2d", t)
 
 
+def test_atleast_takes_a_list_and_returns_a_list():
+    ts = [torch.tensor(3.0), make((4,)), make((2, 3)).t(), make((2, 3, 4)), make((1, 2, 3, 4))]
+    for name in ("aten::atleast_1d", "aten::atleast_2d", "aten::atleast_3d"):
+        for t in ts:
+            check_op(name, t, check_stride=True)
+        got = check_op(name + ".Sequence", ts, check_stride=True)
+        assert isinstance(got, list) and len(got) == len(ts)
+        check_op(name + ".Sequence", (ts[0],))
+    with pytest.raises(NbxError, match=r"tensors\[1\]"):
+        run_op("aten::atleast_2d", [make((2,)), 3.0])
+
+
+def test_views_of_a_0_dim_tensor():
+    x = torch.tensor(1.5)
+    check_op("aten::view_as", x, make((1,)), check_stride=True)
+    check_op("aten::view", x, [1, 1], check_stride=True)
+    check_op("aten::view", x, [], check_stride=True)
+    check_raises("aten::view", x, [2], match="view")
+    src = from_torch(x)
+    assert run_op("aten::view_as", src, make((1,))).storage is src.storage  # a view, not a copy
+
+
 def test_metadata_queries():
     x = make((2, 3)).t()
     assert run_op("aten::size", x, 1) == 2
