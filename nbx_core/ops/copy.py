@@ -287,12 +287,14 @@ def scalar_value(op: str, value: Any, dtype: D.DType) -> bool | int | float:
     if dtype is D.bool_:
         return bool(value)
     if dtype.is_integral:
+        info = np.iinfo(dtype.np)
         if isinstance(value, float):
-            if value != value or value in (float("inf"), float("-inf")):
-                raise NbxValueError(f"{op}: cannot fill an integer tensor with {value}")
+            if value != value or not info.min <= value <= info.max:
+                raise NbxValueError(f"{op}: value {value} is out of range for {dtype} ({info.min}..{info.max})")
             return int(value)
         value = int(value)
-        info = np.iinfo(dtype.np)
+        if info.min == 0 and -info.max <= value < 0:
+            return value % (info.max + 1)  # torch lets a negative int wrap into an unsigned type
         if not info.min <= value <= info.max:
             raise NbxValueError(f"{op}: value {value} is out of range for {dtype} ({info.min}..{info.max})")
         return value

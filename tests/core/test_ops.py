@@ -107,6 +107,18 @@ def test_fills(dtype):
     assert got.shape == (4,) and got.dtype.name == dtype
 
 
+def test_fill_values_follow_torchs_range_rule():
+    # A negative int wraps into uint8 as far as -255; floats and other ints must fit.
+    for v in (-5, -255, 255, 3.7):
+        check_op("aten::scalar_tensor", v, dtype=torch.uint8)
+        check_op("aten::full", [2], v, dtype=torch.uint8)
+    check_op("aten::fill", make((3,), "uint8"), -1)
+    for v in (-256, 300, -0.5, 255.5):
+        check_raises("aten::scalar_tensor", v, dtype=torch.uint8, match="out of range")
+    check_raises("aten::full", [2], 128, dtype=torch.int8, match="out of range")
+    check_raises("aten::full", [2], -129.0, dtype=torch.int8, match="out of range")
+
+
 def test_float64_fill_is_exact():
     check_op("aten::full", [3], 0.1, dtype=torch.float64, rtol=0, atol=0)
     check_op("aten::fill", make((2,), "float64"), 1 / 3, rtol=0, atol=0)
