@@ -119,6 +119,8 @@ def infer_size(op: str, shape: Sequence[int], n: int) -> Shape:
 
 def view_strides(old_shape: Sequence[int], old_strides: Sequence[int], new_shape: Sequence[int]):
     """Strides that view ``old`` as ``new_shape`` without copying, or None (ATen's computeStride)."""
+    if not old_shape:
+        return (1,) * len(new_shape)  # a 0-dim tensor's one element: any all-ones shape views it
     if numel(old_shape) == 0:
         return contiguous_strides(new_shape) if tuple(old_shape) != tuple(new_shape) else tuple(old_strides)
     new_strides = [0] * len(new_shape)

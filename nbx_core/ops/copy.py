@@ -1,8 +1,12 @@
-"""Ops that move or convert data: copy_, clone, contiguous, _to_copy, type_as, fill.
+"""Ops that move or convert data: copy_, clone, contiguous, _to_copy, to, type_as, fill.
 
 Casts follow torch: bool is ``x != 0``, float to int truncates, complex to real keeps the real
 part, real to complex gets a zero imaginary part. Between the host and a GPU the bytes travel
 as they are and the cast runs where the backend's kernels run.
+
+``to`` and ``_to_copy`` take every ATen overload's arguments. ``non_blocking`` and
+``pin_memory`` change no value and are accepted as they are: copies are synchronous and NBX
+host memory is never pinned. Layouts and memory formats follow :mod:`nbx_core.ops.layout`.
 """
 
 from __future__ import annotations
@@ -15,54 +19,10 @@ from .. import dtypes as D
 from ..backend import kernel_device_type
 from ..device import Device, as_device
 from ..errors import DeviceError, NbxTypeError, NbxValueError
-from ..shape import broadcast_shapes, contiguous_strides, is_contiguous
+from ..shape import broadcast_shapes, contiguous_strides
 from ..tensor import NBXTensor, empty_tensor
+from . import layout as formats
 from . import views
-
-
-def dense_strides_like(t: NBXTensor) -> tuple[int, ...]:
-    """Strides for a new dense tensor laid out in ``t``'s dim order (torch's preserve_format)."""
-    if is_contiguous(t.shape, t.stride()) or t.ndim == 0:
-        return contiguous_strides(t.shape)
-    if _non_overlapping_and_dense(t):
-        return t.stride()
-    # torch's infer_dense_strides: an insertion sort, innermost dim first, where a stride-0 dim
-    # is ambiguous and keeps its place.
-    shape, st = t.shape, t.stride()
-    perm = list(range(t.ndim - 1, -1, -1))
-
-    def should_swap(a: int, b: int) -> int:
-        if st[a] == 0 or st[b] == 0:
-            return 0
-        if st[a] != st[b]:
-            return -1 if st[a] < st[b] else 1
-        return 1 if shape[a] > shape[b] else 0
-
-    for i in range(1, t.ndim):
-        d1 = i
-        for d0 in range(i - 1, -1, -1):
-            c = should_swap(perm[d0], perm[d1])
-            if c > 0:
-                perm[d0], perm[d1] = perm[d1], perm[d0]
-                d1 = d0
-            elif c < 0:
-                break
-    strides = [0] * t.ndim
-    acc = 1
-    for d in perm:
-        strides[d] = acc
-        acc *= max(shape[d], 1)
-    return tuple(strides)
-
-
-def _non_overlapping_and_dense(t: NBXTensor) -> bool:
-    dims = sorted((d for d in range(t.ndim) if t.shape[d] != 1), key=lambda d: t.stride(d))
-    expected = 1
-    for d in dims:
-        if t.stride(d) != expected:
-            return False
-        expected *= t.shape[d]
-    return True
 
 
 def _kernel_side(op: str, t: NBXTensor) -> None:
@@ -149,11 +109,8 @@ def copy(self: NBXTensor, src: NBXTensor, non_blocking: bool = False) -> NBXTens
 
 
 def clone(self: NBXTensor, memory_format: Any = None) -> NBXTensor:
-    """A copy with its own storage, in ``self``'s dim order unless memory_format says contiguous."""
-    if memory_format is not None and "contiguous" in str(memory_format):
-        strides = contiguous_strides(self.shape)
-    else:
-        strides = dense_strides_like(self)
+    """A copy with its own storage, laid out as ``memory_format`` says (default: like ``self``)."""
+    strides = formats.strides_for("clone", self, formats.format_name("clone", memory_format))
     out = _empty_strided(self.shape, strides, self.dtype, self.device)
     if self.numel():
         _copy_same_device(out, self)
@@ -161,10 +118,14 @@ def clone(self: NBXTensor, memory_format: Any = None) -> NBXTensor:
 
 
 def contiguous(self: NBXTensor, memory_format: Any = None) -> NBXTensor:
-    """``self`` when already contiguous, else a contiguous copy."""
-    if self.is_contiguous():
+    """``self`` when already contiguous in ``memory_format`` (default: row-major), else a copy that is."""
+    fmt = formats.CONTIGUOUS if memory_format is None else formats.format_name("contiguous", memory_format)
+    if formats.is_contiguous_as(self, fmt):
         return self
-    return clone(self, memory_format="contiguous_format")
+    if fmt == formats.PRESERVE:
+        raise NbxValueError("contiguous: preserve memory format is unsupported by the contiguous operator; "
+                            "pass contiguous_format, channels_last or channels_last_3d")
+    return clone(self, memory_format=fmt)
 
 
 def _empty_strided(shape: tuple[int, ...], strides: tuple[int, ...], dtype: D.DType, device: Device) -> NBXTensor:
@@ -196,47 +157,123 @@ def _device_to_host(src: NBXTensor) -> NBXTensor:
     return out
 
 
-def _to_copy(self: NBXTensor, dtype: Any = None, layout: Any = None, device: Any = None,
-            pin_memory: Any = None, non_blocking: bool = False, memory_format: Any = None) -> NBXTensor:
-    """``aten::_to_copy``: always a new tensor, on ``device`` and of ``dtype`` when given."""
+def _move(t: NBXTensor, device: Device) -> NBXTensor:
+    """``t``'s values, contiguous, on another device."""
+    if device.type == "cuda" and t.device.type == "cpu":
+        return _host_to_device(t, device)
+    moved = _device_to_host(t)
+    return moved if device.type == "cpu" else _host_to_device(moved, device)
+
+
+def _to_copy(self: NBXTensor, *, dtype: Any = None, layout: Any = None, device: Any = None,
+             pin_memory: Any = None, non_blocking: bool = False, memory_format: Any = None) -> NBXTensor:
+    """``aten::_to_copy``: always a new tensor, of ``dtype`` on ``device`` when given, with the
+    strides ``memory_format`` gives (default: ``self``'s when dense, else dense in its dim order)."""
+    return _convert("_to_copy", self, dtype, layout, device, memory_format)
+
+
+def _convert(op: str, self: NBXTensor, dtype: Any, layout: Any, device: Any, memory_format: Any) -> NBXTensor:
+    formats.check_layout(op, layout)
     dt = D.as_dtype(dtype) if dtype is not None else self.dtype
     dev = as_device(device) if device is not None else self.device
-    if dev == self.device:
-        out = _empty_strided(self.shape, dense_strides_like(self)
-                             if memory_format is None or "preserve" in str(memory_format)
-                             else contiguous_strides(self.shape), dt, dev)
-        if self.numel():
-            _copy_same_device(out, self)
-        return out
-    if dev.type == "cuda" and self.device.type == "cpu":
-        moved = _host_to_device(self, dev)
-    elif dev.type == "cpu" and self.device.type == "cuda":
-        moved = _device_to_host(self)
-    else:
-        moved = _device_to_host(self)
-        moved = _host_to_device(moved, dev)
-    if moved.dtype is dt:
-        return moved
-    if moved.device.type == kernel_device_type():
-        return _to_copy(moved, dtype=dt)
-    return _host_cast(moved, dt)
-
-
-def _host_cast(t: NBXTensor, dtype: D.DType) -> NBXTensor:
-    """A cast done with numpy, for host tensors on a backend whose kernels run on the GPU."""
-    from ..tensor import from_numpy
-
-    res = _numpy_cast(t.numpy(), dtype)
-    return from_numpy(res if res.flags.c_contiguous else res.copy(order="C"))
+    strides = formats.strides_for(op, self, formats.format_name(op, memory_format))
+    src = self
+    if dev != self.device:
+        src = _move(self, dev)
+        if src.dtype is dt and src.stride() == strides:
+            return src
+    out = _empty_strided(self.shape, strides, dt, dev)
+    if self.numel():
+        _copy_same_device(out, src)
+    return out
 
 
 def type_as(self: NBXTensor, other: NBXTensor) -> NBXTensor:
-    return self.to(other.dtype)
+    """``self`` cast to ``other``'s dtype (``self`` itself when it already has it)."""
+    return to(self, other.dtype)
+
+
+# torch's ScalarType codes, which TorchScript's ``to.prim_*`` overloads take as ``int? dtype``.
+_SCALAR_TYPES = {0: "uint8", 1: "int8", 2: "int16", 3: "int32", 4: "int64", 5: "float16", 6: "float32",
+                 7: "float64", 9: "complex64", 11: "bool", 15: "bfloat16", 23: "float8_e5m2", 24: "float8_e4m3fn"}
+_TO_KEYWORDS = frozenset({"other", "dtype", "layout", "device", "pin_memory", "non_blocking", "copy",
+                          "memory_format"})
+
+
+def _is_dtype(value: Any) -> bool:
+    return isinstance(value, D.DType) or (type(value).__module__ == "torch" and "dtype" in type(value).__name__) \
+        or (isinstance(value, str) and value.removeprefix("torch.") in D.NAMES)
+
+
+def to_arguments(op: str, args: tuple[Any, ...], kwargs: dict[str, Any], *,
+                 int_is_dtype: bool) -> dict[str, Any]:
+    """The arguments of a ``to`` call in any of its overloads, by name.
+
+    The first positional argument picks the overload, as ATen's dispatcher does: a tensor
+    (``to.other``), a dtype (``to.dtype``), a bool (``to.prim_other``), else a device
+    (``to.device``, ``to.prim_Device``). ``int_is_dtype`` reads an int there as a ScalarType code
+    (TorchScript's ``to.prim_dtype``), else as a CUDA device index (Python's ``x.to(0)``).
+    """
+    first = args[0] if args else None
+    if not args:
+        names: tuple[str, ...] = ()
+    elif isinstance(first, NBXTensor):
+        names = ("other", "non_blocking", "copy", "memory_format")
+    elif isinstance(first, bool):
+        names = ("non_blocking", "copy")
+    elif _is_dtype(first) or (int_is_dtype and isinstance(first, int)) or (
+            first is None and len(args) > 1 and isinstance(args[1], bool)):
+        names = ("dtype", "non_blocking", "copy", "memory_format")
+    else:
+        names = ("device", "dtype", "non_blocking", "copy", "memory_format")
+    if len(args) > len(names):
+        raise NbxTypeError(f"{op}: takes at most {len(names)} positional arguments after self in this form "
+                           f"({', '.join(names)}), got {len(args)}")
+    given = dict(zip(names, args, strict=False))
+    for key, value in kwargs.items():
+        if key not in _TO_KEYWORDS:
+            raise NbxTypeError(f"{op}: unexpected keyword argument {key!r}; to takes "
+                               f"{', '.join(sorted(_TO_KEYWORDS))}")
+        if key in given:
+            raise NbxTypeError(f"{op}: got two values for argument {key!r}")
+        given[key] = value
+    other = given.pop("other", None)
+    if other is not None:
+        if not isinstance(other, NBXTensor):
+            raise NbxTypeError(f"{op}: other must be an NBXTensor, got {type(other).__name__}")
+        given.setdefault("dtype", other.dtype)
+        given.setdefault("device", other.device)
+    dtype = given.get("dtype")
+    if isinstance(dtype, int) and not isinstance(dtype, bool):
+        if dtype not in _SCALAR_TYPES:
+            raise NbxTypeError(f"{op}: dtype code {dtype} names no NBX dtype (codes: {sorted(_SCALAR_TYPES)})")
+        given["dtype"] = _SCALAR_TYPES[dtype]
+    return given
+
+
+def converted(op: str, self: NBXTensor, *, dtype: Any = None, layout: Any = None, device: Any = None,
+              pin_memory: Any = None, non_blocking: bool = False, copy: bool = False,
+              memory_format: Any = None) -> NBXTensor:
+    """ATen's ``to``: ``self`` itself when nothing would change, else ``_to_copy``.
+
+    Nothing changes when dtype, layout and device are absent or equal to ``self``'s, ``copy`` is
+    false, and ``memory_format`` is absent, ``preserve_format`` or the format torch would suggest
+    for ``self`` (``contiguous_format`` unless its strides look channels-last, even when they are
+    not contiguous: torch's rule).
+    """
+    formats.check_layout(op, layout)
+    fmt = formats.format_name(op, memory_format)
+    if (not copy and (dtype is None or D.as_dtype(dtype) is self.dtype)
+            and (device is None or as_device(device) == self.device)
+            and fmt in (formats.PRESERVE, formats.suggest_memory_format(self))):
+        return self
+    return _convert(op, self, dtype, layout, device, fmt)
 
 
 def to(self: NBXTensor, *args: Any, **kwargs: Any) -> NBXTensor:
-    """``aten::to`` in every overload: ``self`` itself when nothing changes (unless ``copy=True``)."""
-    return self.to(*args, **kwargs)
+    """``aten::to`` in every overload (dtype_layout, device, dtype, other, prim_*): ``self`` itself
+    when nothing changes (unless ``copy=True``), else a converted copy."""
+    return converted("to", self, **to_arguments("to", args, kwargs, int_is_dtype=True))
 
 
 def scalar_value(op: str, value: Any, dtype: D.DType) -> bool | int | float:
@@ -250,12 +287,14 @@ def scalar_value(op: str, value: Any, dtype: D.DType) -> bool | int | float:
     if dtype is D.bool_:
         return bool(value)
     if dtype.is_integral:
+        info = np.iinfo(dtype.np)
         if isinstance(value, float):
-            if value != value or value in (float("inf"), float("-inf")):
-                raise NbxValueError(f"{op}: cannot fill an integer tensor with {value}")
+            if value != value or not info.min <= value <= info.max:
+                raise NbxValueError(f"{op}: value {value} is out of range for {dtype} ({info.min}..{info.max})")
             return int(value)
         value = int(value)
-        info = np.iinfo(dtype.np)
+        if info.min == 0 and -info.max <= value < 0:
+            return value % (info.max + 1)  # torch lets a negative int wrap into an unsigned type
         if not info.min <= value <= info.max:
             raise NbxValueError(f"{op}: value {value} is out of range for {dtype} ({info.min}..{info.max})")
         return value
@@ -287,5 +326,5 @@ def fill_(self: NBXTensor, value: Any) -> NBXTensor:
 
 def fill(self: NBXTensor, value: Any) -> NBXTensor:
     """Functional ``aten::fill``: a new tensor shaped like ``self``; ``self`` is not touched."""
-    out = _empty_strided(self.shape, dense_strides_like(self), self.dtype, self.device)
+    out = _empty_strided(self.shape, formats.dense_strides_like(self), self.dtype, self.device)
     return fill_(out, value)

@@ -16,7 +16,8 @@ from ..device import Device, as_device
 from ..errors import NbxValueError
 from ..shape import as_shape, check_shape
 from ..tensor import NBXTensor, empty_tensor
-from .copy import _empty_strided, dense_strides_like, fill_, scalar_value
+from . import layout as formats
+from .copy import _empty_strided, fill_, scalar_value
 
 
 def _device(device: Any, like: NBXTensor | None = None) -> Device:
@@ -32,7 +33,13 @@ def _dtype(dtype: Any, default: D.DType) -> D.DType:
 def empty(*size: Any, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None,
           memory_format: Any = None, requires_grad: bool = False) -> NBXTensor:
     shape = check_shape("empty", as_shape("empty", size))
-    return empty_tensor(shape, _dtype(dtype, D.default_float), _device(device))
+    formats.check_layout("empty", layout)
+    fmt = formats.CONTIGUOUS if memory_format is None else formats.format_name("empty", memory_format)
+    if fmt == formats.PRESERVE:
+        raise NbxValueError("empty: preserve_format needs an input to preserve; pass contiguous_format, "
+                            "channels_last or channels_last_3d")
+    strides = formats.format_strides("empty", shape, fmt)
+    return _empty_strided(shape, strides, _dtype(dtype, D.default_float), _device(device))
 
 
 def empty_strided(size: Any, stride: Any, *, dtype: Any = None, layout: Any = None, device: Any = None,
@@ -48,10 +55,10 @@ def empty_strided(size: Any, stride: Any, *, dtype: Any = None, layout: Any = No
 
 def empty_like(self: NBXTensor, *, dtype: Any = None, layout: Any = None, device: Any = None,
                pin_memory: Any = None, memory_format: Any = None) -> NBXTensor:
-    dt = _dtype(dtype, self.dtype)
-    if memory_format is not None and "contiguous" in str(memory_format):
-        return empty_tensor(self.shape, dt, _device(device, self))
-    return _empty_strided(self.shape, dense_strides_like(self), dt, _device(device, self))
+    """A new tensor shaped like ``self``, laid out as ``memory_format`` says (default: like ``self``)."""
+    formats.check_layout("empty_like", layout)
+    strides = formats.strides_for("empty_like", self, formats.format_name("empty_like", memory_format))
+    return _empty_strided(self.shape, strides, _dtype(dtype, self.dtype), _device(device, self))
 
 
 def new_empty(self: NBXTensor, size: Any, *, dtype: Any = None, layout: Any = None, device: Any = None,

@@ -8,7 +8,7 @@ _VIEWS = [
     "alias", "detach", "lift_fresh", "view", "_unsafe_view", "view_as", "reshape", "reshape_as", "flatten",
     "permute", "transpose", "t", "movedim", "expand", "expand_as", "broadcast_tensors", "squeeze",
     "unsqueeze", "narrow", "slice", "select", "as_strided", "unfold", "diagonal", "unbind", "split",
-    "split_with_sizes", "chunk", "tensor_split", "atleast_1d", "atleast_2d", "view_as_real",
+    "split_with_sizes", "chunk", "tensor_split", "atleast_1d", "atleast_2d", "atleast_3d", "view_as_real",
     "view_as_complex", "real", "imag", "size", "stride", "dim", "numel", "is_contiguous",
 ]
 _COPY = ["copy_", "copy", "clone", "contiguous", "_to_copy", "to", "type_as", "fill_", "fill"]

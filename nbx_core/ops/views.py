@@ -25,6 +25,7 @@ from ..shape import (
     numel as _numel,
 )
 from ..tensor import NBXTensor
+from .layout import format_name, is_contiguous_as
 
 
 def _view(t: NBXTensor, shape: Sequence[int], strides: Sequence[int], offset: int | None = None,
@@ -457,16 +458,43 @@ def tensor_split(self: NBXTensor, indices_or_sections: Any, dim: int = 0) -> tup
     return tuple(out)
 
 
-def atleast_1d(self: NBXTensor) -> NBXTensor:
-    return reshape(self, (1,)) if self.ndim == 0 else self
+def _atleast(op: str, one: Any, tensors: Any) -> NBXTensor | list[NBXTensor]:
+    # ATen's ``.default`` takes one tensor, ``.Sequence`` a list, and returns a list.
+    if isinstance(tensors, list | tuple):
+        return [one(_check_tensor(op, t, f"tensors[{i}]")) for i, t in enumerate(tensors)]
+    return one(_check_tensor(op, tensors))
 
 
-def atleast_2d(self: NBXTensor) -> NBXTensor:
-    if self.ndim == 0:
-        return reshape(self, (1, 1))
-    if self.ndim == 1:
-        return unsqueeze(self, 0)
-    return self
+def _at_least_1d(t: NBXTensor) -> NBXTensor:
+    return reshape(t, (1,)) if t.ndim == 0 else t
+
+
+def _at_least_2d(t: NBXTensor) -> NBXTensor:
+    return reshape(t, (1, 1)) if t.ndim == 0 else unsqueeze(t, 0) if t.ndim == 1 else t
+
+
+def _at_least_3d(t: NBXTensor) -> NBXTensor:
+    # torch's rule: (N,) -> (1, N, 1) and (M, N) -> (M, N, 1).
+    if t.ndim == 0:
+        return reshape(t, (1, 1, 1))
+    if t.ndim == 1:
+        return unsqueeze(unsqueeze(t, 0), -1)
+    return unsqueeze(t, -1) if t.ndim == 2 else t
+
+
+def atleast_1d(self: Any) -> NBXTensor | list[NBXTensor]:
+    """A tensor, or each tensor of a list, with at least 1 dim (0-dim becomes shape (1,))."""
+    return _atleast("atleast_1d", _at_least_1d, self)
+
+
+def atleast_2d(self: Any) -> NBXTensor | list[NBXTensor]:
+    """A tensor, or each tensor of a list, with at least 2 dims (leading ones added)."""
+    return _atleast("atleast_2d", _at_least_2d, self)
+
+
+def atleast_3d(self: Any) -> NBXTensor | list[NBXTensor]:
+    """A tensor, or each tensor of a list, with at least 3 dims, by torch's rule."""
+    return _atleast("atleast_3d", _at_least_3d, self)
 
 
 def view_as_real(self: NBXTensor) -> NBXTensor:
@@ -516,4 +544,5 @@ def dim(self: NBXTensor) -> int:
 
 
 def is_contiguous(self: NBXTensor, memory_format: Any = None) -> bool:
-    return self.is_contiguous()
+    """Whether ``self`` is contiguous in ``memory_format`` (default: row-major)."""
+    return is_contiguous_as(self, format_name("is_contiguous", memory_format))

@@ -147,26 +147,11 @@ class NBXTensor(TensorMethods):
         return out
 
     def to(self, *args: Any, **kwargs: Any) -> NBXTensor:
-        """``to(device)``, ``to(dtype)``, ``to(device, dtype)`` or keywords; returns self when nothing changes."""
-        device = kwargs.pop("device", None)
-        dtype = kwargs.pop("dtype", None)
-        copy = kwargs.pop("copy", False)
-        kwargs.pop("non_blocking", None)
-        if kwargs:
-            raise NbxTypeError(f"to: unexpected keyword arguments {sorted(kwargs)}")
-        for a in args:
-            if isinstance(a, D.DType) or (type(a).__module__ == "torch" and "dtype" in type(a).__name__) or (
-                    isinstance(a, str) and a.removeprefix("torch.") in D.NAMES):
-                dtype = a
-            elif isinstance(a, NBXTensor):
-                device, dtype = a.device, a.dtype
-            else:
-                device = a
-        dev = as_device(device) if device is not None else self.device
-        dt = D.as_dtype(dtype) if dtype is not None else self.dtype
-        if dev == self.device and dt is self.dtype and not copy:
-            return self
-        return call("aten::_to_copy", self, dtype=dt, device=dev)
+        """torch's ``to``: ``to(device, dtype)``, ``to(dtype)``, ``to(tensor)``, with ``non_blocking``,
+        ``copy`` and ``memory_format``; returns self when nothing changes (an int is a CUDA index)."""
+        if args and type(args[0]) is int:  # Python's x.to(0); to the ATen op an int is a dtype code
+            args = (Device("cuda", args[0]), *args[1:])
+        return call("aten::to", self, *args, **kwargs)
 
     def cpu(self) -> NBXTensor:
         return self.to(CPU)

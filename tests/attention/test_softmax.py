@@ -68,6 +68,15 @@ def test_dtype_argument(name):
     check_op(name, torch.arange(12).view(3, 4), 1, torch.float32)
 
 
+@pytest.mark.parametrize("name", ["aten::softmax", "aten::log_softmax"])
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int64"])
+def test_integer_inputs_with_rows_shorter_than_the_block(name, dtype):
+    # The lanes past a 5-element row must count as -inf, whatever the input type can hold.
+    x = make((4, 5), dtype, low=0, high=20)
+    check_op(name, x, 1, torch.float64)
+    check_op(name, x, 0, torch.float32)
+
+
 @pytest.mark.parametrize("name,ref", [("aten::_softmax", torch.softmax), ("aten::_log_softmax", torch.log_softmax)])
 def test_half_to_float(name, ref):
     # torch's CPU kernel refuses half_to_float; the CUDA semantics are softmax in float32 of the float16 input.

@@ -35,6 +35,11 @@ def test_col2im_layouts_unbatched():
     check_op("aten::col2im", col[1], [6, 5], [2, 2], [1, 1], [0, 1], [1, 2])
 
 
+def test_im2col_of_bool():
+    check_op("aten::im2col", make((1, 2, 5, 5), "bool"), [2, 2], [1, 1], [1, 0], [1, 2])
+    check_op("aten::im2col", make((2, 5, 5), "bool").transpose(1, 2), [3, 2], [1, 2], [0, 1], [2, 1])
+
+
 def test_im2col_col2im_bad():
     check_raises("aten::im2col", make((1, 3, 2, 2)), [3, 3], [1, 1], [0, 0], [1, 1], match="blocks")
     check_raises("aten::im2col", make((6, 5)), [3, 3], [1, 1], [0, 0], [1, 1], match="3-D or 4-D")

@@ -110,10 +110,20 @@ def test_pool_bad_inputs():
 
 
 
-def test_max_pool_integer_input_is_refused():
-    # torch pools integers too; NBX's max pool is floating-only for now, and says so before any launch.
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8", "int8"])
+def test_max_pool_integer_inputs(dtype):
+    x = make((2, 3, 6, 7), dtype, low=0 if dtype == "uint8" else -100, high=100)
+    check_op("aten::max_pool2d_with_indices", x, [2, 2], [2, 1], [1, 0], [1, 2], True)
+    check_op("aten::max_pool2d", x.transpose(2, 3), [3, 2])
+    check_op("aten::max_pool3d_with_indices", x[None], [2, 2, 2])
+    if dtype == "int64":  # compared as integers: float32 would merge these
+        check_op("aten::max_pool2d_with_indices", torch.tensor([[[[2**40 + 1, 2**40, -5, 7]]]]), [1, 2])
+
+
+def test_avg_pool_integer_input_is_refused():
+    # torch's CPU kernel averages integers; its CUDA kernel, like NBX's, takes floating inputs only.
     with pytest.raises(NbxTypeError, match="dtype"):
-        run_op("aten::max_pool2d_with_indices", make((1, 2, 4, 4), "int64"), [2, 2])
+        run_op("aten::avg_pool2d", make((1, 2, 4, 4), "int64"), [2, 2])
 
 
 @pytest.mark.parametrize("tiles", ["default", "small"])

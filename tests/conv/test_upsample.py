@@ -78,6 +78,13 @@ def test_linear1d(align):
              torch_fn=_float_ref(torch.ops.aten.upsample_linear1d.default))
 
 
+def test_nearest_modes_take_uint8():
+    u = make((1, 2, 5, 5), "uint8", low=0, high=255)
+    check_op("aten::upsample_nearest2d.vec", u, None, [2.0, 1.5])
+    check_op("aten::_upsample_nearest_exact1d.vec", u[0], None, [1.7])
+    check_op("aten::upsample_nearest3d", u[None], [2, 7, 3])
+
+
 def test_upsample_bad_inputs():
     x = make((1, 3, 5, 4))
     check_raises("aten::upsample_nearest2d", make((3, 5, 4)), [7, 9], match="4-D")

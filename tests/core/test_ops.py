@@ -107,6 +107,18 @@ def test_fills(dtype):
     assert got.shape == (4,) and got.dtype.name == dtype
 
 
+def test_fill_values_follow_torchs_range_rule():
+    # A negative int wraps into uint8 as far as -255; floats and other ints must fit.
+    for v in (-5, -255, 255, 3.7):
+        check_op("aten::scalar_tensor", v, dtype=torch.uint8)
+        check_op("aten::full", [2], v, dtype=torch.uint8)
+    check_op("aten::fill", make((3,), "uint8"), -1)
+    for v in (-256, 300, -0.5, 255.5):
+        check_raises("aten::scalar_tensor", v, dtype=torch.uint8, match="out of range")
+    check_raises("aten::full", [2], 128, dtype=torch.int8, match="out of range")
+    check_raises("aten::full", [2], -129.0, dtype=torch.int8, match="out of range")
+
+
 def test_float64_fill_is_exact():
     check_op("aten::full", [3], 0.1, dtype=torch.float64, rtol=0, atol=0)
     check_op("aten::fill", make((2,), "float64"), 1 / 3, rtol=0, atol=0)
@@ -169,6 +181,28 @@ def test_atleast_on_scalars_and_vectors():
     for t in [torch.tensor(3.0), make((4,))]:
         check_op("aten::atleast_1d", t)
         check_op("aten::atleast_2d", t)
+
+
+def test_atleast_takes_a_list_and_returns_a_list():
+    ts = [torch.tensor(3.0), make((4,)), make((2, 3)).t(), make((2, 3, 4)), make((1, 2, 3, 4))]
+    for name in ("aten::atleast_1d", "aten::atleast_2d", "aten::atleast_3d"):
+        for t in ts:
+            check_op(name, t, check_stride=True)
+        got = check_op(name + ".Sequence", ts, check_stride=True)
+        assert isinstance(got, list) and len(got) == len(ts)
+        check_op(name + ".Sequence", (ts[0],))
+    with pytest.raises(NbxError, match=r"tensors\[1\]"):
+        run_op("aten::atleast_2d", [make((2,)), 3.0])
+
+
+def test_views_of_a_0_dim_tensor():
+    x = torch.tensor(1.5)
+    check_op("aten::view_as", x, make((1,)), check_stride=True)
+    check_op("aten::view", x, [1, 1], check_stride=True)
+    check_op("aten::view", x, [], check_stride=True)
+    check_raises("aten::view", x, [2], match="view")
+    src = from_torch(x)
+    assert run_op("aten::view_as", src, make((1,))).storage is src.storage  # a view, not a copy
 
 
 def test_metadata_queries():

@@ -17,7 +17,7 @@ from nbx_core.tensor import NBXTensor
 
 # Exact keys: a lookup by another overload of these names would find nothing here.
 SPIED = [
-    "aten::view", "aten::expand", "aten::permute", "aten::transpose", "aten::contiguous", "aten::_to_copy",
+    "aten::view", "aten::expand", "aten::permute", "aten::transpose", "aten::contiguous", "aten::to",
     "aten::add", "aten::sub", "aten::eq", "aten::neg", "aten::select.int", "aten::slice.Tensor",
     "aten::unsqueeze", "aten::alias", "aten::index.Tensor", "aten::index_put_", "aten::copy_",
     "aten::fill_.Scalar",
@@ -66,7 +66,7 @@ def test_methods_and_operators_call_the_registry_by_aten_name(spy):
         ("aten::permute", (x, [1, 0]), {}),
         ("aten::transpose", (x, -2, -1), {}),
         ("aten::contiguous", (x,), {"memory_format": "contiguous_format"}),
-        ("aten::_to_copy", (x,), {"dtype": D.float64, "device": x.device}),
+        ("aten::to", (x, D.float64), {}),
         ("aten::add", (x, 1), {}),
         ("aten::sub", (2, x), {}),
         ("aten::eq", (x, x), {}),

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from nbx_core.cli.run import statistics
 
 from nbx_core import backend
 from nbx_core.cli import main
+from nbx_core.cli.run import statistics
 from nbx_core.testing import numeric
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "encoder_block.nbx"

@@ -46,6 +46,18 @@ def test_gather(dtype):
     check_op("aten::gather", x, 0, torch.zeros((0, 5), dtype=torch.int64))
 
 
+def test_empty_index_of_any_dtype():
+    # torch checks the index dtype of gather and scatter only when the index has elements.
+    x = make((3, 4))
+    for dtype in ("uint8", "int16", "bool"):
+        empty = torch.empty(0, 4, dtype=getattr(torch, dtype))
+        check_op("aten::gather", x, 0, empty)
+        check_op("aten::scatter.src", x, 0, empty, make((3, 4), seed=1))
+        check_op("aten::scatter.value", x, 1, empty, 2.0)
+        check_op("aten::scatter_reduce.two", x, 0, empty, make((3, 4), seed=1), "sum")
+    check_raises("aten::gather", x, 0, torch.zeros(1, 4, dtype=torch.uint8), match="int")
+
+
 @needs_values
 def test_gather_errors():
     x = make((4, 5))

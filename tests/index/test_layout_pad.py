@@ -108,4 +108,15 @@ def test_reflection_replication_pads(dtype):
     check_op("aten::replication_pad2d", x[0], [0, 4, 2, 2])
     check_op("aten::replication_pad3d", x, [1, 1, 1, 2, 0, 1])
     check_raises("aten::reflection_pad1d", x[0], [5, 0], match="smaller")
+
+
+def test_negative_pads_crop_in_every_mode():
+    x = make((2, 3, 6, 5))
+    for mode in ("reflect", "replicate", "circular"):
+        for pads in ([-1, 2], [2, -3], [-2, -1]):
+            check_op("aten::pad", x[0], pads, mode)
+        for pads in ([0, 0, 2, -4], [-2, -1, 4, 5], [-2, -1, -1, -3]):
+            check_op("aten::pad", x, pads, mode)
+    check_op("aten::replication_pad2d", x, [-2, 1, 3, -4])
+    check_op("aten::reflection_pad1d", x[0], [-1, 2])
     check_raises("aten::replication_pad3d", x[0, 0], [1, 1, 1, 1, 1, 1], match="4-D or 5-D")

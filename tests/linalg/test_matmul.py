@@ -412,6 +412,20 @@ def test_addr(dtype):
     check_op("aten::addr.out", c, v1, v2, out=torch.empty(5, 7, dtype=c.dtype))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_addr_non_finite_values_like_torch(dtype):
+    """beta=0 ignores NaN/inf in self; alpha=0 still multiplies the vectors (NaN/inf give NaN), as
+    torch's elementwise addr does."""
+    v1, v2 = make((5,), dtype, seed=1), make((7,), dtype, seed=2)
+    bad = torch.tensor([float("nan"), float("inf"), -float("inf"), 1.0, 2.0, 3.0, 4.0]).to(v1.dtype)
+    check_op("aten::addr", bad.expand(5, 7), v1, v2, beta=0)
+    check_op("aten::addr", bad, v1, v2, beta=0.0, alpha=2.0)
+    check_op("aten::addr", make((5, 7), dtype), v1, bad, alpha=0)
+    check_op("aten::addr", bad.expand(5, 7), v1, bad, alpha=0, beta=0)
+    check_raises("aten::addr", make((5, 7), dtype), v1, v2, beta=False, match="bool beta")
+    check_raises("aten::addr", make((5, 7), "int32"), v1.int(), v2.int(), alpha=True, match="bool alpha")
+
+
 def test_addr_promotes_like_torch():
     check_op("aten::addr", make((5, 7), "int32"), make((5,), "int64"), make((7,), "int64"))
     check_op("aten::addr", make((5, 7)), make((5,), "int64"), make((7,), "int64"))

@@ -89,6 +89,15 @@ def test_batch_norm(training):
     check_op("aten::batch_norm", make((4, 3, 5)), None, None, None, None, True, 0.1, 1e-5, False)
 
 
+@pytest.mark.parametrize("shape", [(0,), (0, 3), (2, 0), (0, 3, 4)])
+def test_batch_norm_of_an_empty_input_is_a_copy(shape):
+    # torch's composite returns an empty input as it is, in training too and at any rank.
+    check_op("aten::batch_norm", make(shape), None, None, None, None, True, 0.1, 1e-5, False)
+    w, b, rm, rv = _params("float32")
+    if len(shape) > 1 and shape[1] == 3:
+        check_op("aten::batch_norm", make(shape), w, b, rm, rv, False, 0.1, 1e-5, False)
+
+
 def test_batch_norm_zero_size_inference():
     check_op("aten::native_batch_norm", make((0, 3)), None, None, *_params("float32")[2:], False, 0.1, 1e-5)
 

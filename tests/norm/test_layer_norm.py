@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import nbx_norm.layer_norm as ln
+import numpy as np
 import pytest
 import torch
 
 from nbx_core.errors import DeviceError, NbxTypeError
 from nbx_core.runtime.plans import PlanCache
-from nbx_core.testing import check_op, check_raises, from_torch, layouts, make, run_op
+from nbx_core.testing import check_op, check_raises, from_torch, layouts, make, numeric, run_op
 
 FLOATS = ["float32", "float16", "bfloat16", "float64"]
 
@@ -80,6 +81,23 @@ def test_chunked_rows(monkeypatch, rows):
              torch_fn=_float64_layer_norm)
     check_op("aten::layer_norm", make((rows, 100), "bfloat16"), [100])
     check_op("aten::rms_norm", make((rows, 100), "bfloat16"), [100], make((100,), "bfloat16", seed=1))
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_layer_norm_variance_overflow_is_nan(monkeypatch, chunked):
+    # The float32 variance of these rows overflows: torch gives NaN (rms_norm: 0), not 0.
+    if chunked:
+        monkeypatch.setattr(ln, "FUSED_MAX", 8)
+        monkeypatch.setattr(ln, "CHUNK", 8)
+        monkeypatch.setattr(ln, "_plans", PlanCache())
+    rows = torch.tensor([[3e38, -3e38, 3e38, -3e38], [1e20, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 4.0]]).repeat(1, 4)
+    check_op("aten::layer_norm", rows, [16], make((16,), seed=1), make((16,), seed=2))
+    check_op("aten::layer_norm", rows, [16])
+    rstd = run_op("aten::native_layer_norm", rows, [16], None, None, 1e-5)[2].numpy()[:, 0]
+    if numeric():
+        assert np.isnan(rstd[:2]).all() and np.isfinite(rstd[2])
+    check_op("aten::rms_norm", rows, [16])
 
 
 @pytest.mark.parametrize("dtype", FLOATS)

@@ -39,11 +39,12 @@ FLOATS = (D.float16, D.bfloat16, D.float32, D.float64)
 
 @triton.jit
 def _load(ptrs, mask, IN_DT: tl.constexpr, COMPUTE: tl.constexpr):
-    x = tl.load(ptrs, mask=mask, other=float("-inf"))
+    x = tl.load(ptrs, mask=mask)
     if x.dtype != IN_DT:
         # softmax(x, dtype=...) casts its input to dtype first: round there, then widen.
         x = cast_to(x, IN_DT)
-    return x.to(COMPUTE)
+    # Lanes past the row are -inf in the compute type (an integer or bool load cannot hold it).
+    return tl.where(mask, x.to(COMPUTE), float("-inf"))
 
 
 @triton.jit

@@ -17,13 +17,17 @@ from nbx_core.tensor import NBXTensor, empty_tensor
 FLOATS = (D.float16, D.bfloat16, D.float32, D.float64)
 
 
-def check_float(op: str, x: object, arg: str = "input") -> NBXTensor:
-    """``x`` as a floating NBXTensor."""
+INTS = (D.uint8, D.int8, D.int16, D.int32, D.int64)
+
+
+def check_float(op: str, x: object, arg: str = "input", extra: tuple[D.DType, ...] = ()) -> NBXTensor:
+    """``x`` as a floating NBXTensor, or one of the ``extra`` dtypes the op also takes (those
+    torch's CUDA kernel of the op takes)."""
     if not isinstance(x, NBXTensor):
         raise NbxTypeError(f"{op}: {arg} must be an NBXTensor, got {type(x).__name__}")
-    if x.dtype not in FLOATS:
-        raise NbxTypeError(f"{op}: {arg} has dtype {x.dtype}; it must be float16, bfloat16, float32 or float64: "
-                           "cast it first")
+    if x.dtype not in FLOATS and x.dtype not in extra:
+        names = ", ".join(str(d) for d in (*FLOATS, *extra))
+        raise NbxTypeError(f"{op}: {arg} has dtype {x.dtype}; it must be one of {names}: cast it first")
     return x
 
 

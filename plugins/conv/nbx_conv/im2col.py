@@ -8,6 +8,7 @@ through their strides; outputs are contiguous, as torch returns them. Sums of ha
 import triton
 import triton.language as tl
 
+from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
 from nbx_core.ops.copy import contiguous
 from nbx_core.ops.views import squeeze, unsqueeze
@@ -35,7 +36,7 @@ def _im2col_kernel(x_ptr, out_ptr, n, C, H, W, KH, KW, OH, OW, sxn, sxc, sxh, sx
     ih = (l_ // OW) * stride_h - pad_h + ki * dil_h
     iw = (l_ % OW) * stride_w - pad_w + kj * dil_w
     ok = mask & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
-    v = tl.load(x_ptr + nb * sxn + c * sxc + ih * sxh + iw * sxw, mask=ok, other=0.0)
+    v = tl.load(x_ptr + nb * sxn + c * sxc + ih * sxh + iw * sxw, mask=ok, other=0)
     tl.store(out_ptr + idx, v, mask=mask)
 
 
@@ -103,7 +104,7 @@ def im2col(self: NBXTensor, kernel_size: list[int], dilation: list[int], padding
            stride: list[int]) -> NBXTensor:
     """``aten::im2col`` (``F.unfold``): (N, C, H, W) -> (N, C*kH*kW, L)."""
     op = "im2col"
-    x = check_float(op, self)
+    x = check_float(op, self, extra=(D.bool_,))
     if x.ndim not in (3, 4) or any(s == 0 for s in x.shape[-3:]):
         raise ShapeError(f"{op}: expected a non-empty 3-D or 4-D input (batch dim may be 0), got {list(x.shape)}")
     ks, dil, pad, st = _params(op, kernel_size, dilation, padding, stride)

@@ -26,7 +26,7 @@ from nbx_core.ops.views import squeeze, unsqueeze
 from nbx_core.runtime.kernels.indexing import block_indices, needs_int64
 from nbx_core.tensor import NBXTensor
 
-from .args import channels_last, check_float, empty_output, ints, non_negative, pool_out, positive
+from .args import INTS, channels_last, check_float, empty_output, ints, non_negative, pool_out, positive
 
 _WARPS = 4 if BACKEND != "cpu" else 1
 
@@ -62,9 +62,15 @@ def _max_pool_kernel(x_ptr, out_ptr, idx_ptr, n, C, D, H, W, OD, OH, OW, sxn, sx
     idx, mask = block_indices(n, BLOCK, INT64)
     nb, c, od, oh, ow = out_coords(idx, C, OD, OH, OW, CL)
     base = x_ptr + nb * sxn + c * sxc
-    # Compare in float32 (exact for half types, and the interpreter cannot compare bfloat16).
-    acc_ty = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
-    best = tl.full([BLOCK], float("-inf"), acc_ty)
+    # Compare in float32 (exact for half types, and the interpreter cannot compare bfloat16), in
+    # int64 for integers.
+    if x_ptr.dtype.element_ty == tl.float64:
+        acc_ty = tl.float64
+    elif x_ptr.dtype.element_ty.is_int():
+        acc_ty = tl.int64
+    else:
+        acc_ty = tl.float32
+    best = tl.zeros([BLOCK], acc_ty)  # replaced by the first valid tap
     best_i = tl.full([BLOCK], -1, tl.int64)
     for kd in range(0, KD):
         id_ = od * SD - PD + kd * DD
@@ -75,7 +81,7 @@ def _max_pool_kernel(x_ptr, out_ptr, idx_ptr, n, C, D, H, W, OD, OH, OW, sxn, sx
             for kw in range(0, KW):
                 iw = ow * SW - PW + kw * DW
                 ok = mask & ok_h & (iw >= 0) & (iw < W)
-                v = tl.load(base + id_ * sxd + ih * sxh + iw * sxw, mask=ok, other=float("-inf")).to(acc_ty)
+                v = tl.load(base + id_ * sxd + ih * sxh + iw * sxw, mask=ok, other=0).to(acc_ty)
                 # torch's rule: a greater value or a NaN replaces the best; the first valid tap starts it.
                 take = ok & ((v > best) | (v != v) | (best_i < 0))
                 best = tl.where(take, v, best)
@@ -220,9 +226,9 @@ def _global_avg(x5: NBXTensor, out: NBXTensor) -> bool:
     return True
 
 
-def _prep(op: str, self: object, nsp: int) -> tuple[NBXTensor, bool]:
+def _prep(op: str, self: object, nsp: int, extra: tuple[D.DType, ...] = ()) -> tuple[NBXTensor, bool]:
     """The input, checked: (nsp+1)-D unbatched or (nsp+2)-D batched, non-batch dims non-empty."""
-    x = check_float(op, self)
+    x = check_float(op, self, extra=extra)
     if x.ndim not in (nsp + 1, nsp + 2) or any(s == 0 for s in x.shape[-(nsp + 1):]):
         raise ShapeError(f"{op}: expected a {nsp + 1}-D or {nsp + 2}-D (batch mode) input with non-zero sizes "
                          f"except the optional batch dim, got shape {list(x.shape)}")
@@ -280,7 +286,7 @@ def _finish(out: NBXTensor, batched: bool) -> NBXTensor:
 
 def _max_pool(op: str, nsp: int, self: object, kernel_size: object, stride: object, padding: object,
               dilation: object, ceil_mode: bool, with_indices: bool) -> tuple[NBXTensor, NBXTensor]:
-    x, batched = _prep(op, self, nsp)
+    x, batched = _prep(op, self, nsp, INTS)
     ks, st, pad, dil = _window(op, nsp, kernel_size, stride, padding, dilation)
     out_sp = _out_sizes(op, x, nsp, ks, st, pad, dil, ceil_mode)
     out = _alloc(x, batched, out_sp, x.dtype)

@@ -122,7 +122,8 @@ def _align_scale(size: int, out: int, f32: bool) -> float:
 
 def _upsample(op: str, nsp: int, mode: int, input: object, output_size: object, scales: Sequence[object],
               scale_factors: object, align_corners: bool = False) -> NBXTensor:
-    x = check_float(op, input)
+    # Nearest modes copy values: they take uint8 images too (as torch's CUDA kernels do).
+    x = check_float(op, input, extra=(D.uint8,) if mode != 2 else ())
     if x.ndim != nsp + 2:
         raise ShapeError(f"{op}: expected a {nsp + 2}-D (N, C, *spatial) input, got shape {list(x.shape)}")
     if any(s == 0 for s in x.shape[1:]):

@@ -27,11 +27,13 @@ from nbx_core.tensor import NBXTensor, empty_tensor
 INT_INDEX = (D.int32, D.int64)
 BIG = 2**62
 
-def check_index_dtype(op: str, arg: str, t: Any, allowed: Sequence[D.DType] = INT_INDEX) -> NBXTensor:
-    """``t`` must be an NBXTensor of one of the ``allowed`` integer dtypes."""
+def check_index_dtype(op: str, arg: str, t: Any, allowed: Sequence[D.DType] = INT_INDEX, *,
+                      empty_any: bool = False) -> NBXTensor:
+    """``t`` must be an NBXTensor of one of the ``allowed`` integer dtypes (any dtype when empty and
+    ``empty_any``: torch's gather and scatter check only an index that has elements)."""
     if not isinstance(t, NBXTensor):
         raise NbxTypeError(f"{op}: {arg} must be a tensor, got {type(t).__name__}")
-    if t.dtype not in allowed:
+    if t.dtype not in allowed and not (empty_any and t.numel() == 0):
         names = " or ".join(str(d) for d in allowed)
         raise NbxTypeError(f"{op}: {arg} must be {names}, got {t.dtype}: cast it with .to('int64')")
     return t

@@ -123,7 +123,7 @@ def check_like_index(op: str, self: NBXTensor, index: NBXTensor, d: int, src: NB
 def gather(self: NBXTensor, dim: int, index: NBXTensor, *, sparse_grad: bool = False) -> NBXTensor:
     """``aten::gather``: ``out[i][j][k] = self[i][index[i][j][k]][k]`` (for ``dim == 1``)."""
     op = "aten::gather"
-    check_index_dtype(op, "index", index)
+    check_index_dtype(op, "index", index, empty_any=True)
     check_device(op, self, index)
     d = wrap_dim(op, dim, self.ndim)
     check_like_index(op, self, index, d)

@@ -2,7 +2,8 @@
 
 Each output coordinate maps back to an input coordinate per dim: shifted by the leading pad, then
 (constant) masked to the fill value outside the input, (reflect) mirrored about the edges without
-repeating them, (replicate) clamped, or (circular) wrapped. A negative constant pad crops.
+repeating them, (replicate) clamped, or (circular) wrapped. A negative pad crops (circular
+padding crops before it wraps, as torch does).
 """
 
 from collections.abc import Sequence
@@ -12,6 +13,7 @@ import triton
 import triton.language as tl
 
 from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
+from nbx_core.ops.views import narrow
 from nbx_core.runtime.kernels.copy import cast_to
 from nbx_core.runtime.kernels.indexing import block_indices, needs_int64
 from nbx_core.runtime.launch import block_size, cdiv, launch
@@ -65,8 +67,10 @@ def _pad(op: str, x: NBXTensor, pad: Sequence[int], mode: int, value: Any = 0) -
         d = x.ndim - 1 - j
         lo, hi = pad[2 * j], pad[2 * j + 1]
         size = x.shape[d]
-        if mode != CONSTANT and (lo < 0 or hi < 0):
-            raise NbxValueError(f"{op}: negative padding {pad} is only supported by constant padding")
+        if mode == CIRCULAR and (lo < 0 or hi < 0) and size + min(lo, 0) + min(hi, 0) >= 0:
+            # torch crops first, then wraps around what is left.
+            x = narrow(x, d, max(-lo, 0), size + min(lo, 0) + min(hi, 0))
+            lo, hi, size = max(lo, 0), max(hi, 0), x.shape[d]
         if mode == REFLECT and (lo >= size or hi >= size):
             raise NbxValueError(f"{op}: padding ({lo}, {hi}) must be smaller than the input size {size} of "
                                 f"dim {d} for reflect padding")

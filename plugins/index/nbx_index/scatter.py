@@ -103,7 +103,7 @@ def scatter_serial(dst: NBXTensor, index: NBXTensor, src: NBXTensor | None, valu
 
 def _dim_scatter(op: str, self: NBXTensor, dim: int, index: NBXTensor, src: Any, reduce: str | None,
                  include_self: bool = True) -> NBXTensor:
-    check_index_dtype(op, "index", index)
+    check_index_dtype(op, "index", index, empty_any=True)
     is_tensor = isinstance(src, NBXTensor)
     check_device(op, self, index, *([src] if is_tensor else []))
     if is_tensor and src.dtype is not self.dtype:

@@ -237,13 +237,15 @@ def _config(dtype: D.DType, m: int, n: int, k: int, use_dot: bool, layout: str, 
 
 def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alpha: Any = 1, beta: Any = 0,
          out: NBXTensor | None = None, out_dtype: D.DType | None = None,
-         config: dict[str, int] | None = None) -> NBXTensor:
+         config: dict[str, int] | None = None, zero_alpha_skips: bool = True) -> NBXTensor:
     """``alpha * (a @ b) + beta * c`` for ``a`` (*batch, M, K) and ``b`` (*batch, K, N).
 
     Batch dims broadcast; ``c`` broadcasts to the result (*batch, M, N) and is ignored when
-    ``beta == 0``. The result goes to ``out`` when given (any strides, the result's shape) or to a
-    new contiguous tensor of ``out_dtype`` (default: ``a``'s dtype). Callers validate dtypes and
-    shapes with op-specific messages; this checks devices.
+    ``beta == 0``. ``alpha == 0`` ignores the product (NaN included) as BLAS does, unless
+    ``zero_alpha_skips`` is false (torch's elementwise ``addr`` multiplies NaN by 0). The result
+    goes to ``out`` when given (any strides, the result's shape) or to a new contiguous tensor of
+    ``out_dtype`` (default: ``a``'s dtype). Callers validate dtypes and shapes with op-specific
+    messages; this checks devices.
     """
     m, k = a.shape[-2:]
     n = b.shape[-1]
@@ -256,8 +258,8 @@ def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alp
         return out
     acc = _acc_dtype(D.promote_types(a.dtype, b.dtype, out.dtype))
     use_c = c is not None and bool(beta != 0)
-    if alpha == 0:
-        k = 0  # torch ignores the product (NaN included) when alpha is 0
+    if alpha == 0 and zero_alpha_skips:
+        k = 0
     a_st = broadcast_strides(a.shape, a.stride(), (*batch, m, a.shape[-1]))
     b_st = broadcast_strides(b.shape, b.stride(), (*batch, b.shape[-2], n))
     c_st = broadcast_strides(c.shape, c.stride(), shape) if use_c else (0,) * len(shape)
@@ -531,11 +533,16 @@ def addr(self: NBXTensor, vec1: NBXTensor, vec2: NBXTensor, *, beta: Any = 1, al
                 raise NbxTypeError(f"{op}: for integral input tensors, {name} must not be a floating point number")
     if dtype is D.bool_:
         beta, alpha = bool(beta), bool(alpha)
+    else:
+        for name, v in (("beta", beta), ("alpha", alpha)):
+            if isinstance(v, bool):
+                raise NbxTypeError(f"{op}: a bool {name} is only supported for bool results, got {dtype}; "
+                                   f"pass {name}={int(v)}")
     shape = (vec1.shape[0], vec2.shape[0])
     _broadcastable(op, self, shape)
     return gemm(op, _strided(vec1, (shape[0], 1), (vec1.stride()[0], 1)),
                 _strided(vec2, (1, shape[1]), (1, vec2.stride()[0])), self, alpha=alpha, beta=beta,
-                out=_out(op, out, shape, dtype), out_dtype=dtype)
+                out=_out(op, out, shape, dtype), out_dtype=dtype, zero_alpha_skips=False)
 
 
 def _fold_batch(a: NBXTensor) -> NBXTensor | None:

@@ -25,7 +25,7 @@ import triton.language as tl
 
 from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError, NbxValueError
-from nbx_core.ops.copy import contiguous
+from nbx_core.ops.copy import clone, contiguous
 from nbx_core.runtime.pointwise import pointwise
 from nbx_core.shape import numel
 from nbx_core.tensor import NBXTensor, empty_tensor
@@ -103,7 +103,12 @@ def native_batch_norm(input: NBXTensor, weight: NBXTensor | None, bias: NBXTenso
 def batch_norm(input: NBXTensor, weight: NBXTensor | None, bias: NBXTensor | None,
                running_mean: NBXTensor | None, running_var: NBXTensor | None, training: bool, momentum: float,
                eps: float, cudnn_enabled: bool) -> NBXTensor:
-    """``aten::batch_norm``: the output of native_batch_norm (``cudnn_enabled`` changes nothing)."""
+    """``aten::batch_norm``: the output of native_batch_norm (``cudnn_enabled`` changes nothing).
+
+    An empty input comes back as a copy, whatever its rank or mode, as torch's composite returns it.
+    """
+    if isinstance(input, NBXTensor) and input.numel() == 0:
+        return clone(input)
     return _batch_norm("batch_norm", input, weight, bias, running_mean, running_var, training, momentum, eps)[0]
 
 

@@ -46,6 +46,16 @@ def _rsqrt(v, COMPUTE: tl.constexpr):
 
 
 @triton.jit
+def _inv_std(var, eps, RMS: tl.constexpr, COMPUTE: tl.constexpr):
+    rstd = _rsqrt(var + eps, COMPUTE)
+    if not RMS:
+        # torch's layer norm gives NaN where the variance overflows (its Welford update meets
+        # inf - inf), not the 0 that 1/sqrt(inf) would give; rms_norm keeps the 0, as torch does.
+        rstd = tl.where(var == float("inf"), float("nan"), rstd)
+    return rstd
+
+
+@triton.jit
 def _row_norm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, M, N, eps32, eps64: tl.float64,
                      RMS: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, STATS: tl.constexpr,
                      CHUNKED: tl.constexpr, ROWS: tl.constexpr, BLOCK: tl.constexpr,
@@ -67,7 +77,7 @@ def _row_norm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, M, N, eps32
         else:
             mean = tl.sum(x, axis=1) / N
             xc = tl.where(mask, x - mean[:, None], 0.0)
-        rstd = _rsqrt(tl.sum(xc * xc, axis=1) / N + eps, COMPUTE)
+        rstd = _inv_std(tl.sum(xc * xc, axis=1) / N, eps, RMS, COMPUTE)
         y = xc * rstd[:, None]
         if HAS_W:
             y = y * tl.load(w_ptr + cols, mask=cols < N).to(COMPUTE)
@@ -92,7 +102,7 @@ def _row_norm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, M, N, eps32
                 mean += delta * (cnt / (seen + cnt))
                 m2 += tl.sum(xc * xc, axis=1) + delta * delta * (seen * cnt / (seen + cnt))
                 seen += cnt
-        rstd = _rsqrt(m2 / N + eps, COMPUTE)
+        rstd = _inv_std(m2 / N, eps, RMS, COMPUTE)
         for start in range(0, N, BLOCK):
             cm = cols + start < N
             mask = rmask[:, None] & cm
