@@ -174,8 +174,10 @@ def test_export_and_run_transformers_style_casts(tmp_path):
     path = export_module(_Casts(), (x.clone(), mask), tmp_path / "casts.nbx")
     ops = load(path).required_ops()
     assert {"aten::to.dtype_layout", "aten::to.dtype"} <= set(ops)
+    if not numeric():  # the aot backend runs no program: it compiles the kernels a run launches
+        load(path).check_compiles(x.clone(), mask)
+        return
     got = load(path)(x.clone(), mask)
     want = _Casts()(x.clone(), mask)
-    if numeric():
-        for g, w in zip(got, want, strict=True):
-            assert_close(g, w, rtol=1e-3, atol=1e-3)
+    for g, w in zip(got, want, strict=True):
+        assert_close(g, w, rtol=1e-3, atol=1e-3)
