@@ -3,7 +3,8 @@
 # install the project without dependencies, run the full test suite on the cuda backend, then the
 # benchmarks. Logs and JSON results go to the folder given as $1 (default: $OUT).
 #   scripts/gpu_check.sh OUTDIR [pytest args...]
-# SKIP_TESTS=1, SKIP_BENCH=1, BENCH_FAMILIES=a,b, BENCH_QUICK=1 and SWEEP=a,b narrow or extend it.
+# SKIP_TESTS=1, SKIP_BENCH=1, BENCH_FAMILIES=a,b, BENCH_QUICK=1 and SWEEP=a,b narrow or extend it;
+# MODELS=a,b (or MODELS=all) also runs the whole-model benchmark (benchmarks/models.py) on those models.
 set -uo pipefail
 out=${1:-${OUT:?give an output folder}}
 shift || true
@@ -25,6 +26,11 @@ fi
 if [ -n "${SWEEP:-}" ]; then
     # candidate launch configurations (benchmarks/sweep.py), e.g. SWEEP=attention,pointwise
     python3 -m benchmarks.sweep --out "$out" --only "$SWEEP" >"$out/sweep.log" 2>&1 || rc=1
+fi
+if [ -n "${MODELS:-}" ]; then
+    models=$([ "$MODELS" = all ] && echo "" || echo "--models $MODELS")
+    # shellcheck disable=SC2086
+    python3 -m benchmarks.models --out "$out" $models 2>&1 | tee "$out/models.log" | tail -60 || rc=1
 fi
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
     # one JSON per family in $out (the device tool returns 8 files: narrow with BENCH_FAMILIES)

@@ -1,0 +1,280 @@
+"""Whole-model inference: NBX against torch eager and torch.compile, in one process, on one GPU.
+
+::
+
+    python -m benchmarks.models --out DIR [--models bert,gpt2_b1] [--reps 30]
+
+Each model of :data:`CASES` is built at its real size from :mod:`nbx_core.testing.zoo` (random
+weights, bfloat16, on the GPU), exported with ``torch.export`` and loaded into NBX, then timed
+as medians of single forward calls from an idle GPU (host time included, as a lone request
+sees it), the ways taking turns within each round:
+
+- ``torch``: torch eager under ``inference_mode``;
+- ``compile``, ``compile_ro``: ``torch.compile`` in its default mode and ``mode="reduce-overhead"``;
+- ``nbx``: the NBX Program planned, without CUDA graphs (``cuda_graphs=False``);
+- ``nbx_graph``: the Program replayed as a CUDA graph (the default for static shapes).
+
+It also records NBX's first run in a fresh process with empty Triton and NBX caches, peak device
+memory (torch's allocator for torch, the CUDA pool's high-water mark for NBX), and the outputs'
+relative error against torch eager (a row whose error is over ``TOLERANCE`` is marked failed).
+Results: ``DIR/models.json`` and the chart ``DIR/models.png`` (speed relative to torch eager).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+CASES: dict[str, tuple[str, dict[str, int]]] = {
+    "bert": ("bert", {}),  # BERT-base, batch 8, sequence 512, padding mask
+    "gpt2": ("gpt2", {}),  # GPT-2 small, batch 8, sequence 512
+    "gpt2_b1": ("gpt2", {"batch": 1, "dim": 16}),  # batch 1, sequence 16: bound by host time
+    "llama": ("llama", {}),  # Llama-style 1B (GQA), batch 1, sequence 2048
+    "vit": ("vit", {}),  # ViT-B/16, batch 32
+    "resnet": ("resnet", {}),  # ResNet-50, batch 32
+    "whisper": ("whisper_encoder", {}),  # Whisper-base encoder
+}
+TOLERANCE = 3e-2
+"""Largest relative error (Frobenius norm, against torch eager) a bfloat16 model may show."""
+
+WAYS = ("torch", "compile", "compile_ro", "nbx", "nbx_graph")
+
+
+def _median_ms(samples: list[float]) -> float:
+    return round(statistics.median(samples) * 1e3, 4)
+
+
+def _flat(value: Any) -> list[Any]:
+    if isinstance(value, tuple | list):
+        return [x for v in value for x in _flat(v)]
+    return [value]
+
+
+def _rel_error(got: Any, want: Any) -> float:
+    import torch
+
+    errs = []
+    for g, w in zip(_flat(got), _flat(want), strict=True):
+        g = torch.from_dlpack(g) if not isinstance(g, torch.Tensor) else g
+        g, w = g.double(), w.double()
+        errs.append(float((g - w).norm() / w.norm().clamp_min(1e-30)))
+    return max(errs)
+
+
+def _pool_high() -> int:
+    """Bytes the CUDA driver's default pool (NBX's memory) has had in use at most, since the last reset."""
+    from nbx_core.memory import cuda
+
+    driver = cuda._driver()
+    dev = cuda.check(driver.cuDeviceGet(0), "cuDeviceGet")
+    pool = cuda.check(driver.cuDeviceGetDefaultMemPool(dev), "cuDeviceGetDefaultMemPool")
+    value = cuda.check(driver.cuMemPoolGetAttribute(pool, driver.CUmemPool_attribute.CU_MEMPOOL_ATTR_USED_MEM_HIGH),
+                       "cuMemPoolGetAttribute")
+    return int(value)
+
+
+def _pool_reset() -> None:
+    from nbx_core.memory import cuda
+
+    cuda.empty_cache()
+    driver = cuda._driver()
+    dev = cuda.check(driver.cuDeviceGet(0), "cuDeviceGet")
+    pool = cuda.check(driver.cuDeviceGetDefaultMemPool(dev), "cuDeviceGetDefaultMemPool")
+    cuda.check(driver.cuMemPoolSetAttribute(pool, driver.CUmemPool_attribute.CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+                                            driver.cuuint64_t(0)), "cuMemPoolSetAttribute")
+
+
+def _export(name: str, kwargs: dict[str, int], folder: Path) -> tuple[Any, dict[str, Any], Path]:
+    import torch
+
+    from nbx_core.graph.export import export
+    from nbx_core.testing import zoo
+
+    module, inputs, _ = zoo.build(name, "real", torch.bfloat16, **kwargs)
+    module = module.cuda()
+    inputs = {k: v.cuda() for k, v in inputs.items()}
+    with torch.no_grad():
+        program = torch.export.export(module, (), inputs)
+    path = folder / f"{name}.nbx"
+    export(program, path)
+    return module, inputs, path
+
+
+def first_run(path: str, inputs_file: str) -> float:
+    """Seconds from loading the graph to its first output on the GPU (run in a fresh process)."""
+    import torch
+
+    import nbx_core
+
+    inputs = torch.load(inputs_file)
+    start = time.perf_counter()
+    prog = nbx_core.load(path)
+    out = prog(**{k: v.cuda() for k, v in inputs.items()})
+    from nbx_core.memory import cuda
+
+    cuda.synchronize()
+    _flat(out)
+    return time.perf_counter() - start
+
+
+def _first_run_fresh(path: Path, inputs: dict[str, Any], folder: Path) -> float | str:
+    import torch
+
+    inputs_file = folder / "inputs.pt"
+    torch.save({k: v.cpu() for k, v in inputs.items()}, inputs_file)
+    env = dict(os.environ, TRITON_CACHE_DIR=tempfile.mkdtemp(dir=folder), NBX_CACHE_DIR=tempfile.mkdtemp(dir=folder))
+    code = (f"from benchmarks.models import first_run; print('FIRST', first_run({str(path)!r}, "
+            f"{str(inputs_file)!r}))")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=900,
+                          cwd=Path(__file__).resolve().parent.parent)
+    for line in done.stdout.splitlines():
+        if line.startswith("FIRST "):
+            return round(float(line.split()[1]), 3)
+    return f"failed: {done.stderr.strip().splitlines()[-1] if done.stderr.strip() else done.returncode}"
+
+
+def bench_case(key: str, reps: int, folder: Path, ways: tuple[str, ...] = WAYS, first: bool = True) -> dict[str, Any]:
+    import torch
+
+    import nbx_core
+
+    name, kwargs = CASES[key]
+    row: dict[str, Any] = {"model": key, "zoo": name, **kwargs}
+    module, inputs, path = _export(name, kwargs, folder)
+    row["nodes"] = len(json.loads((path / "graph.json").read_text())["nodes"])
+    if first:
+        row["first_run_s"] = _first_run_fresh(path, inputs, folder)
+
+    with torch.inference_mode():
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        want = module(**inputs)
+        torch.cuda.synchronize()
+        row["torch_peak_mb"] = round((torch.cuda.max_memory_allocated()) / 2**20, 1)
+        row["torch_activation_peak_mb"] = round((torch.cuda.max_memory_allocated() - base) / 2**20, 1)
+
+    _pool_reset()
+    plain = nbx_core.load(path, cuda_graphs=False)
+    got = plain(**inputs)
+    torch.cuda.synchronize()
+    row["nbx_peak_mb"] = round(_pool_high() / 2**20, 1)
+    row["error"] = _rel_error(got, want)
+    graph = nbx_core.load(path)
+    got_graph = graph(**inputs)
+    row["error_graph"] = _rel_error(got_graph, want)
+    row["plan"] = {k: v for k, v in plain.describe(**inputs).items() if k != "kernels"}
+
+    makers: dict[str, Callable[[], Callable[[], Any]]] = {
+        "torch": lambda: lambda: module(**inputs),
+        "compile": lambda: _bound(torch.compile(module), inputs),
+        "compile_ro": lambda: _bound(torch.compile(module, mode="reduce-overhead"), inputs),
+        "nbx": lambda: lambda: plain(**inputs), "nbx_graph": lambda: lambda: graph(**inputs),
+    }
+    calls = {way: makers[way]() for way in ways}
+    times: dict[str, list[float]] = {w: [] for w in calls}
+    with torch.inference_mode():
+        for way, fn in calls.items():  # compile, capture, plan, warm caches
+            start = time.perf_counter()
+            for _ in range(3):
+                fn()
+            torch.cuda.synchronize()
+            row[f"{way}_warmup_s"] = round(time.perf_counter() - start, 2)
+        for _ in range(reps):
+            for way, fn in calls.items():
+                torch.cuda.synchronize()
+                start = time.perf_counter()
+                fn()
+                torch.cuda.synchronize()
+                times[way].append(time.perf_counter() - start)
+    for way in calls:
+        row[f"{way}_ms"] = _median_ms(times[way])
+    for way, base in (("nbx", "torch"), ("nbx_graph", "torch"), ("nbx_graph", "compile"), ("nbx_graph", "compile_ro"),
+                      ("nbx", "compile")):
+        if f"{way}_ms" in row and f"{base}_ms" in row:
+            row[f"{way}_vs_{base}"] = round(row[f"{base}_ms"] / row[f"{way}_ms"], 3)
+    row["ok"] = max(row["error"], row["error_graph"]) <= TOLERANCE
+    return row
+
+
+def _bound(fn: Callable[..., Any], inputs: dict[str, Any]) -> Callable[[], Any]:
+    return lambda: fn(**inputs)
+
+
+def chart(rows: list[dict[str, Any]], out: Path) -> None:
+    """Bars of each model's speed relative to torch eager (higher is faster)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [r for r in rows if "torch_ms" in r]
+    labels = [r["model"] for r in rows]
+    shown = [("nbx", "NBX"), ("nbx_graph", "NBX CUDA graph"), ("compile", "torch.compile"),
+             ("compile_ro", "torch.compile reduce-overhead")]
+    shown = [(way, title) for way, title in shown if all(f"{way}_ms" in r for r in rows)]
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(rows)), 4))
+    width = 0.8 / len(shown)
+    for i, (way, title) in enumerate(shown):
+        ax.bar([x + i * width for x in range(len(rows))], [r["torch_ms"] / r[f"{way}_ms"] for r in rows], width,
+               label=title)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks([x + 0.4 - width / 2 for x in range(len(rows))], labels)
+    ax.set_ylabel("speed relative to torch eager")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+
+
+def _write(out: Path, rows: list[dict[str, Any]]) -> None:
+    import torch
+    import triton
+
+    doc = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
+           "date": time.strftime("%Y-%m-%d"), "results": rows}
+    (out / "models.json").write_text(json.dumps(doc, indent=1) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--models", default=",".join(CASES))
+    parser.add_argument("--reps", type=int, default=30)
+    parser.add_argument("--ways", default=",".join(WAYS), help=f"which of {', '.join(WAYS)} to time")
+    parser.add_argument("--no-first-run", action="store_true", help="skip the cold-cache first run")
+    args = parser.parse_args(argv)
+    ways = tuple(w for w in WAYS if w in args.ways.split(","))
+    import torch
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for key in args.models.split(","):
+            print(f"== {key}", flush=True)
+            try:
+                row = bench_case(key, args.reps, Path(tmp), ways, not args.no_first_run)
+            except Exception as exc:  # one model's failure must not lose the others' numbers
+                row = {"model": key, "failed": f"{type(exc).__name__}: {exc}"}
+                traceback.print_exc()
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            _write(args.out, rows)  # after each model: a run cut short keeps what it measured
+            torch.cuda.empty_cache()
+    chart(rows, args.out / "models.png")
+    for r in rows:
+        shown = {k: v for k, v in r.items() if k.endswith("_ms") or k.endswith("_vs_torch") or k == "error"}
+        print(r["model"], r.get("failed") or shown)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
