@@ -20,6 +20,7 @@ from .errors import (
     BackendError,
     DeviceError,
     DuplicateKernelError,
+    DuplicatePatternError,
     ExportError,
     GraphArityError,
     GraphError,
@@ -50,7 +51,8 @@ _backend.preconfigure()
 _deprecated.install()
 
 __all__ = [
-    "BackendError", "DeviceError", "DuplicateKernelError", "ExportError", "GraphArityError", "GraphError",
+    "BackendError", "DeviceError", "DuplicateKernelError", "DuplicatePatternError", "ExportError",
+    "GraphArityError", "GraphError",
     "GraphFormatError", "GraphInputError", "GraphReferenceError", "GraphSymbolError", "GraphVersionError",
     "GraphWeightsError",
     "IndexOutOfRangeError", "InvalidOpNameError", "InvalidTargetError", "KernelImportError", "NbxError",

@@ -46,6 +46,10 @@ class DuplicateKernelError(RegistryError):
     """Two providers register one op name."""
 
 
+class DuplicatePatternError(DuplicateKernelError):
+    """Two fusion patterns claim the same subgraph and no preference chooses one."""
+
+
 class PluginLoadError(RegistryError):
     """A plugin failed to import or its hook raised."""
 

@@ -129,11 +129,25 @@ def _cmd_list(args: argparse.Namespace) -> int:
     ]
     problems = registry.problems()
     rows = [(e.name, e.plugin, _note(e), e.target) for e in entries]
-    _emit(
-        args,
-        {"ops": [_entry_json(e) for e in entries], "problems": _problems_json(problems)},
-        lambda: format_table(("op", "plugin", "note", "target"), rows),
-    )
+    patterns = [(p, status) for p, status in registry.pattern_entries()
+                if args.plugin in (None, p.provenance.plugin)
+                and args.namespace in (None, p.pattern.name.partition("::")[0])]
+
+    def table() -> str:
+        text = format_table(("op", "plugin", "note", "target"), rows)
+        if patterns:
+            pattern_rows = [(p.pattern.name, p.provenance.plugin, "" if status == "active" else status,
+                             f"{p.pattern.size()} nodes: {p.pattern.structure()}") for p, status in patterns]
+            text += "\n\nfusion patterns\n" + format_table(("becomes", "plugin", "note", "matches"), pattern_rows)
+        return text
+
+    document = {"ops": [_entry_json(e) for e in entries],
+                "patterns": [{"name": p.pattern.name, "plugin": p.provenance.plugin,
+                              "distribution": p.provenance.distribution, "version": p.provenance.version,
+                              "nodes": p.pattern.size(), "matches": p.pattern.structure(), "status": status}
+                             for p, status in patterns],
+                "problems": _problems_json(problems)}
+    _emit(args, document, table)
     if not entries:
         _explain_empty(args, plugins)
     _report(problems)

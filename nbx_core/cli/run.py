@@ -42,6 +42,11 @@ def add_run_parser(subparsers: Any) -> None:
                      help="size of a symbolic dim for generated inputs (default: the exported size)")
     run.add_argument("--seed", type=int, default=0, help="seed of generated inputs (default 0)")
     run.add_argument("--int-high", type=int, default=2, help="generated integer inputs lie in [0, N) (default 2)")
+    run.add_argument("--plan", action="store_true",
+                     help="print the execution plan: launches, fused kernels, fusion patterns, arena size")
+    run.add_argument("--no-fusion", action="store_true", help="run without fusion patterns and fused kernels")
+    run.add_argument("--no-plan", action="store_true", help="run node by node, without an execution plan")
+    run.add_argument("--no-cuda-graphs", action="store_true", help="replay the plan without CUDA graphs (cuda)")
     run.set_defaults(func=_run, parser=run)
 
 
@@ -114,11 +119,32 @@ def _since_start() -> float:
     return max(uptime - started, 0.0)
 
 
+def describe_plan(about: dict[str, Any]) -> str:
+    """The plan of a run as ``nbx run --plan`` prints it (from :meth:`Program.describe`)."""
+    lines = [f"plan: {about['nodes']} nodes"]
+    patterns = about.get("patterns") or {}
+    if patterns:
+        lines[0] += ", fusion patterns " + ", ".join(f"{name} x{n}" for name, n in patterns.items())
+    if not about.get("planned"):
+        lines.append(f"  not planned: {about['reason']}; the program runs node by node")
+        return "\n".join(lines)
+    fused = about.get("fused") or {}
+    lines.append(f"  {about['launches']} launches, {about['zero_fills']} zero fills; fused: "
+                 f"{fused.get('elementwise_kernels', 0)} elementwise kernels and {fused.get('epilogues', 0)} "
+                 f"epilogues in place of {fused.get('launches_removed', 0)} launches")
+    lines.append(f"  arena {about['arena_bytes'] / 2**20:.2f} MiB for {about['temporaries']} temporaries; "
+                 f"CUDA graph: {'yes' if about['cuda_graph'] else 'no'}"
+                 + (f" ({about['cuda_graph_reason']})" if about.get("cuda_graph_reason") else ""))
+    lines.append("  kernels: " + ", ".join(f"{name} x{n}" for name, n in about["kernels"].items()))
+    return "\n".join(lines)
+
+
 def _run(args: argparse.Namespace) -> int:
     from ..graph import load
 
     started = time.perf_counter()
-    prog = load(args.graph, device=args.device)
+    prog = load(args.graph, device=args.device, planning=not args.no_plan, fusion=not args.no_fusion,
+                cuda_graphs=False if args.no_cuda_graphs else None)
     loaded = time.perf_counter()
     given = _pairs(args.input, "--input")
     names = {s.name for s in prog.inputs}
@@ -157,6 +183,9 @@ def _run(args: argparse.Namespace) -> int:
                  [(name, value.dtype, _show(value.shape), *statistics(arrays[name]))
                   for name, value in results.items()]))
     print()
+    if args.plan:
+        print(describe_plan(prog.describe(**inputs)))
+        print()
     total = _since_start()
     print(f"time: {total:.2f} s in all: start-up {max(total - (ran - started), 0.0):.2f} s, "
           f"load + resolve {loaded - started:.2f} s, run {ran - loaded:.2f} s")

@@ -25,16 +25,23 @@ from .writer import save
 __all__ = ["FORMAT", "VERSION", "Graph", "Program", "TensorSpec", "load", "read_graph", "required_ops", "save"]
 
 
-def load(path: str | Path, *, device: str | Device | None = None, registry: Registry | None = None) -> Program:
+def load(path: str | Path, *, device: str | Device | None = None, registry: Registry | None = None,
+         planning: bool = True, fusion: bool = True, cuda_graphs: bool | None = None) -> Program:
     """Load the graph directory ``path`` as a callable :class:`Program`.
 
-    Validates graph.json and weights.safetensors, resolves every op through ``registry`` (default:
-    the process-wide one) and moves the weights to ``device`` (default: the backend's device).
-    Raises a GraphError subclass for a malformed graph and one UnresolvedOpError listing every
-    op no installed plugin provides.
+    Validates graph.json and weights.safetensors, rewrites it with the registry's fusion patterns
+    (``fusion``), resolves every op through ``registry`` (default: the process-wide one) and moves
+    the weights to ``device`` (default: the backend's device). Raises a GraphError subclass for a
+    malformed graph and one UnresolvedOpError listing every op no installed plugin provides.
+
+    ``planning``: replay each input signature's recorded plan after its first run
+    (:mod:`nbx_core.graph.plan`); ``fusion``: fuse through the registry's patterns and the plan's
+    elementwise chains; ``cuda_graphs``: replay plans as CUDA graphs (default: on the cuda backend,
+    for graphs without symbolic dims).
     """
     graph = read_graph(path)
-    return Program(graph, load_weights(graph), device=device, registry=registry)
+    return Program(graph, load_weights(graph), device=device, registry=registry, planning=planning, fusion=fusion,
+                   cuda_graphs=cuda_graphs)
 
 
 def required_ops(path: str | Path) -> dict[str, int]:

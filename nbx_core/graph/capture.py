@@ -84,7 +84,7 @@ def capture(program: Any, *args: Any, **kwargs: Any) -> CapturedProgram:
     missing = [n for n, v in static.items() if v is None]
     if missing:
         raise GraphInputError(f"{program.graph.file}: capture needs every input; missing {missing}")
-    program.run(static)  # compile every kernel and settle lazily built state outside the capture
+    program.run(static, planned=False)  # compile every kernel and settle lazily built state outside the capture
     _cuda.synchronize(program.device)
     driver = _cuda._driver()
     stream = _cuda.check(driver.cuStreamCreate(1), "cuStreamCreate")  # 1: non-blocking
@@ -94,7 +94,7 @@ def capture(program: Any, *args: Any, **kwargs: Any) -> CapturedProgram:
         _cuda.check(driver.cuStreamBeginCapture(stream, mode), "cuStreamBeginCapture")
         _cuda.set_capture_id(ident)
         try:
-            outputs = program.run(static)
+            outputs = program.run(static, planned=False)
         except Exception as e:
             driver.cuStreamEndCapture(stream)
             checks.captured_checks(ident)

@@ -1,10 +1,15 @@
-"""Running a graph: validate → resolve every op → plan last uses → execute.
+"""Running a graph: validate → rewrite with fusion patterns → resolve every op → run, planned.
 
 A :class:`Program` resolves every op name through the registry when it is built, so a graph
 that needs a name nobody provides fails with one error listing each missing name and how many
-nodes use it, before any kernel runs. Each intermediate value is dropped right after its last
-use; in-place ops and ``copy_`` write into the value they mutate, so later readers see the
-write. Buffer mutations recorded by torch.export update the program's stored buffers.
+nodes use it, before any kernel runs. Where an installed fusion pattern matches (and fusion is on),
+the matched nodes become one node calling the pattern's op (:mod:`nbx_core.graph.rewrite`).
+
+The first run of each input signature goes node by node and is recorded into an execution plan
+(:mod:`nbx_core.graph.plan`); later runs of the signature replay the plan. Node by node, each
+intermediate value is dropped right after its last use; in-place ops and ``copy_`` write into the
+value they mutate, so later readers see the write. Buffer mutations recorded by torch.export update
+the program's stored buffers (such a program runs node by node).
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import backend
 from .. import dtypes as D
@@ -33,7 +38,12 @@ from ..tensor import NBXTensor, from_dlpack, from_numpy
 from .aliases import VIEW_OPS, is_in_place
 from .capture import CapturedProgram, capture
 from .format import DeviceArg, Graph, Node, Ref, Sym, TensorSpec
+from .rewrite import Fusion, rewrite
 from .symbolic import Expr
+
+if TYPE_CHECKING:
+    from ..runtime.trace import Recorder
+    from .plan import Plan, Unplanned
 
 
 def _uses(value: Any, out: list[str]) -> None:
@@ -156,12 +166,20 @@ class Program:
     """
 
     def __init__(self, graph: Graph, weights: Mapping[str, Any], *, device: str | Device | None = None,
-                 registry: Registry | None = None) -> None:
+                 registry: Registry | None = None, planning: bool = True, fusion: bool = True,
+                 cuda_graphs: bool | None = None) -> None:
         from ..backend import default_device
 
-        self.graph = graph
         self.device = as_device(device) if device is not None else default_device()
         self._registry = registry if registry is not None else get_registry()
+        self.fusions: list[Fusion] = []
+        if fusion:
+            graph, self.fusions = rewrite(graph, self._registry.patterns(), self._registry.provides)
+        self.graph = graph
+        self.planning = planning
+        self.fusion = fusion
+        self.cuda_graphs = backend.current() == "cuda" and not graph.symbols if cuda_graphs is None else cuda_graphs
+        self._plans: dict[tuple, Plan | Unplanned] = {}
         self._kernels = resolve_ops(graph, self._registry)
         self._copyable_views = copyable_views(graph)
         if self._copyable_views:
@@ -198,12 +216,14 @@ class Program:
         values = tuple(results[o.name] for o in self.graph.outputs)
         return values[0] if len(values) == 1 else values
 
-    def run(self, inputs: Mapping[str, Any]) -> dict[str, NBXTensor]:
-        """Run on ``inputs`` (name -> tensor); returns output name -> NBXTensor.
+    def run(self, inputs: Mapping[str, Any], *, planned: bool = True) -> dict[str, NBXTensor]:
+        """Run on ``inputs`` (name -> tensor); returns output name -> NBXTensor, fresh at every run.
 
-        Several threads may run one program at the same time; a program whose graph mutates buffers
-        runs one call at a time, so that each run reads the buffers the previous one wrote. The aot
-        backend computes no values, so there this raises BackendError (see :meth:`check_compiles`).
+        With ``planned`` (and :attr:`planning` on), a signature's first run is recorded into a plan
+        that later runs replay; otherwise the run goes node by node. Several threads may run one
+        program at the same time; a program whose graph mutates buffers runs one call at a time, so
+        that each run reads the buffers the previous one wrote. The aot backend computes no values,
+        so there this raises BackendError (see :meth:`check_compiles`).
         """
         env, dims = self._bind_inputs(inputs)
         if backend.current() == "aot":
@@ -214,10 +234,11 @@ class Program:
                 f"NBX_BACKEND or set NBX_BACKEND=cpu to run the program; to check that its kernels compile for "
                 f"{target}, call Program.check_compiles(...) on the aot backend"
             )
-        return self._execute_all(env, dims)
+        return self._execute_all(env, dims, planned)
 
     def check_compiles(self, *args: Any, **kwargs: Any) -> None:
-        """Compile every kernel one run on these inputs launches, for the aot backend's target GPU.
+        """Compile every kernel one run on these inputs launches, for the aot backend's target GPU:
+        with :attr:`planning`, those of its plan too (the fused kernels generated for it).
 
         Only on the aot backend (``NBX_BACKEND=aot``; ``NBX_AOT_TARGET`` names the GPU, sm_90 by
         default), which needs no GPU: a kernel that does not compile for the target, or needs more
@@ -227,7 +248,19 @@ class Program:
             raise BackendError(f"{self.graph.file}: check_compiles needs the aot backend (NBX_BACKEND=aot); on the "
                                f"{backend.current()} backend, run the program")
         env, dims = self._bind_inputs(self._named(args, kwargs))
-        self._execute_all(env, dims)
+        if not self.planning:
+            self._run_nodes(env, dims)
+            return
+        from .plan import Plan, signature
+
+        tensors = [env[spec.name] for spec in self.graph.inputs]
+        key = signature(tensors)
+        plan = self._plans.get(key)
+        if plan is None:
+            _, plan = self._record(tensors, env, dims)
+            self._plans[key] = plan
+        if isinstance(plan, Plan):
+            plan.run(tensors)  # on aot, each launch compiles
 
     def _named(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
         names = [s.name for s in self.graph.inputs]
@@ -259,11 +292,84 @@ class Program:
             self._check_exprs(spec, env[spec.name], dims, f"input {spec.name!r}", GraphInputError)
         return env, dims
 
-    def _execute_all(self, inputs: dict[str, Any], dims: _Dims) -> dict[str, NBXTensor]:
+    def _execute_all(self, inputs: dict[str, Any], dims: _Dims, planned: bool) -> dict[str, NBXTensor]:
+        if not (planned and self.planning):
+            return self._run_nodes(inputs, dims)
+        # The plan machinery imports the launcher, which fixes the backend: not before the first run.
+        from .plan import Unplanned, signature
+
+        tensors = [inputs[spec.name] for spec in self.graph.inputs]
+        key = signature(tensors)
+        plan = self._plans.get(key)
+        if plan is None:
+            results, self._plans[key] = self._record(tensors, inputs, dims)
+            return results
+        if isinstance(plan, Unplanned):
+            return self._run_nodes(inputs, dims)
+        outputs = plan.run(tensors)
+        return {spec.name: value for spec, value in zip(self.graph.outputs, outputs, strict=True)}
+
+    def _record(self, tensors: list[NBXTensor], inputs: dict[str, Any], dims: _Dims,
+                ) -> tuple[dict[str, NBXTensor], Plan | Unplanned]:
+        """Run node by node, recording the run; the results and the plan made of the recording."""
+        from ..runtime.fusion import fuse
+        from ..runtime.trace import Recorder
+        from .plan import Plan, Unplanned, draws_random
+        if any(m.kind == "buffer" for m in self.graph.mutations):
+            return self._run_nodes(inputs, dims), Unplanned("the graph updates its buffers at every run")
+        random = sorted({node.op for node in self.graph.nodes if draws_random(node.op)})
+        if random:
+            return self._run_nodes(inputs, dims), Unplanned(f"the graph draws random numbers ({', '.join(random)})")
+        with Recorder([t._storage for t in tensors], [t._storage for t in self._buffers.values()]) as recorder:
+            results = self._run_nodes(inputs, dims, recorder)
+            outputs = [recorder.tensor_ref(results[spec.name]) for spec in self.graph.outputs]
+        trace = recorder.trace
+        if trace.unreplayable:
+            return results, Unplanned(trace.unreplayable)
+        stats = fuse(trace, {o.storage for o in outputs}) if self.fusion else None
+        plan = Plan(trace, outputs, self.device, stats)
+        if self.cuda_graphs and backend.current() == "cuda":
+            try:
+                plan.use_cuda_graph(tensors)
+            except NbxError as exc:
+                plan.graph_reason = str(exc)
+        return results, plan
+
+    def plan_for(self, *args: Any, **kwargs: Any) -> Plan | Unplanned | None:
+        """The plan of these inputs' signature, once a run has made one (None before)."""
+        from .plan import signature
+
+        named = self._named(args, kwargs)
+        return self._plans.get(signature([self._as_input(spec, named[spec.name]) for spec in self.graph.inputs]))
+
+    def describe(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        """How a run on these inputs goes: the pattern fusions, and the plan's launches, fused
+        kernels and memory, or why the run is not planned. Plans the signature first if needed
+        (which runs the program once, or on the aot backend compiles it)."""
+        about: dict[str, Any] = {"nodes": len(self.graph.nodes), "patterns": _pattern_counts(self.fusions)}
+        if not self.planning:
+            return about | {"planned": False, "reason": "planning is off (planning=False)"}
+        plan = self.plan_for(*args, **kwargs)
+        if plan is None:
+            if backend.current() == "aot":
+                self.check_compiles(*args, **kwargs)
+            else:
+                self(*args, **kwargs)
+            plan = self.plan_for(*args, **kwargs)
+        if not hasattr(plan, "describe"):  # Unplanned
+            return about | {"planned": False, "reason": plan.reason}
+        return about | {"planned": True, **plan.describe()}
+
+    def _run_nodes(self, inputs: dict[str, Any], dims: _Dims, recorder: Recorder | None = None,
+                   ) -> dict[str, NBXTensor]:
         with self._buffer_lock:
             env = {w.name: self._buffers[w.key] for w in self.graph.weights} | inputs
             for node, frees in zip(self.graph.nodes, self._frees, strict=True):
+                if recorder is not None:
+                    recorder.where = node.index
                 self._execute(node, env, dims)
+                if recorder is not None:
+                    recorder.check_results([env[n] for n in node.outputs if n is not None], node.where(self.graph.file))
                 for name in frees:
                     del env[name]
             results = {}
@@ -387,6 +493,13 @@ class Program:
             raise GraphError(f"{where}: the kernel produced {value.dtype} {list(value.shape)}, the graph declares "
                              f"{spec.dtype} {want}; the kernel of that op disagrees with torch: report it to its "
                              "plugin")
+
+
+def _pattern_counts(fusions: Sequence[Fusion]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for f in fusions:
+        counts[f.pattern.name] = counts.get(f.pattern.name, 0) + 1
+    return counts
 
 
 def _show(shape: Sequence[int | Expr]) -> str:

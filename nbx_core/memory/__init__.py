@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..device import Device
+from . import events
 from .host import HostStorage
 
 __all__ = ["HostStorage", "Storage", "allocate"]
@@ -13,7 +14,10 @@ Storage = HostStorage  # the protocol every storage follows; CudaStorage lives i
 def allocate(nbytes: int, device: Device, zero: bool = False):
     """A new storage of ``nbytes`` on ``device``; ``zero`` fills it with zero bytes."""
     if device.type == "cpu":
-        return HostStorage.allocate(nbytes, zero=zero)
-    from .cuda import CudaStorage
+        st = HostStorage.allocate(nbytes, zero=zero)
+    else:
+        from .cuda import CudaStorage
 
-    return CudaStorage.allocate(nbytes, device, zero=zero)
+        st = CudaStorage.allocate(nbytes, device, zero=zero)
+    events.on_allocate(st, zero)
+    return st

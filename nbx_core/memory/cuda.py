@@ -12,6 +12,7 @@ from functools import cache
 
 from ..device import Device
 from ..errors import BackendError, DeviceError, OutOfMemoryError
+from . import events
 
 _lock = threading.Lock()
 _contexts: dict[int, object] = {}
@@ -248,9 +249,11 @@ class CudaStorage:
         if nbytes:
             ensure_context(self.device.index)
             check(_driver().cuMemcpyHtoD(self.ptr + dst_offset, src_ptr, nbytes), "host-to-device copy")
+            events.on_host_write(self)
 
     def copy_to_host(self, src_offset: int, dst_ptr: int, nbytes: int) -> None:
         if nbytes:
+            events.on_host_read(self, "a device-to-host copy")
             ensure_context(self.device.index)
             check(_driver().cuMemcpyDtoH(dst_ptr, self.ptr + src_offset, nbytes), "device-to-host copy")
             _after_host_wait()

@@ -13,6 +13,7 @@ from typing import Any
 
 from .. import opnames
 from ..errors import DuplicateKernelError, InvalidTargetError
+from .patterns import Pattern
 
 _DOTTED = rf"{opnames.IDENTIFIER}(?:\.{opnames.IDENTIFIER})*"
 _TARGET = re.compile(rf"{_DOTTED}:{_DOTTED}")
@@ -47,6 +48,17 @@ class Registration:
         return f"{self.provenance} -> {self.display}"
 
 
+@dataclass(frozen=True)
+class PatternRegistration:
+    """One fusion pattern registered by one plugin."""
+
+    pattern: Pattern
+    provenance: Provenance
+
+    def describe(self) -> str:
+        return f"{self.provenance} -> pattern {self.pattern.name} ({self.pattern.size()} nodes)"
+
+
 def _describe_callable(target: Callable[..., Any]) -> str:
     module, qualname = getattr(target, "__module__", None), getattr(target, "__qualname__", None)
     return f"{module}:{qualname}" if module and qualname else repr(target)
@@ -62,6 +74,7 @@ class Registrar:
     def __init__(self, provenance: Provenance) -> None:
         self._provenance = provenance
         self._pending: dict[str, Registration] = {}
+        self._patterns: list[PatternRegistration] = []
 
     @property
     def plugin(self) -> str:
@@ -107,6 +120,22 @@ class Registrar:
     def pending(self) -> list[Registration]:
         """The registrations made so far, in order (the registry commits them after the hook)."""
         return list(self._pending.values())
+
+    def register_pattern(self, pattern: Pattern) -> None:
+        """Register a fusion pattern (:mod:`nbx_core.registry.patterns`): where it matches a graph,
+        the matched nodes become one call of ``pattern.name``, an op this plugin (or another)
+        registers with :meth:`register`."""
+        if not isinstance(pattern, Pattern):
+            raise InvalidTargetError(f"{self._provenance}: register_pattern takes a Pattern "
+                                     f"(nbx_core.registry.patterns), got {type(pattern).__name__}")
+        if any(p.pattern.structure() == pattern.structure() for p in self._patterns):
+            raise DuplicateKernelError(f"{self._provenance} registers the subgraph of pattern {pattern.name} twice; "
+                                       "register each pattern once")
+        self._patterns.append(PatternRegistration(pattern, self._provenance))
+
+    def pending_patterns(self) -> list[PatternRegistration]:
+        """The patterns registered so far, in order."""
+        return list(self._patterns)
 
     def register_module(self, module: str, names: Iterable[str]) -> None:
         """Register each name to ``module:<op>``, the function named after the op.

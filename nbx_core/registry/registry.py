@@ -26,6 +26,7 @@ from .. import opnames
 from ..errors import (
     BackendError,
     DuplicateKernelError,
+    DuplicatePatternError,
     KernelImportError,
     PluginLoadError,
     RegistryConfigError,
@@ -33,7 +34,8 @@ from ..errors import (
     UnresolvedOpError,
 )
 from . import hookspec
-from .registrar import Provenance, Registrar, Registration
+from .patterns import Pattern
+from .registrar import PatternRegistration, Provenance, Registrar, Registration
 
 CORE_PLUGIN = "core"
 _CHOOSE_HINT = (
@@ -112,6 +114,8 @@ class _Resolution:
     conflicts: dict[str, DuplicateKernelError]
     preferred: frozenset[str]  # names whose active provider a preference chose
     problems: tuple[RegistryError, ...]
+    patterns: tuple[PatternRegistration, ...] = ()  # the patterns in force
+    refused: frozenset[int] = frozenset()  # ids of patterns refused for claiming another's subgraph
 
 
 class Registry:
@@ -130,6 +134,7 @@ class Registry:
         self._pm.add_hookspecs(hookspec)
         self._plugins: list[PluginInfo] = []
         self._registrations: dict[str, list[Registration]] = {}
+        self._patterns: list[PatternRegistration] = []
         self._resolution: _Resolution | None = None
         self._kernels: dict[str, Callable[..., Any]] = {}
 
@@ -170,6 +175,7 @@ class Registry:
             self._fail(provenance, f"its nbx_register_kernels hook raised {type(exc).__name__}: {exc}", exc)
         for registration in registrar.pending():
             self._registrations.setdefault(registration.name, []).append(registration)
+        self._patterns += registrar.pending_patterns()
         self._invalidate()
         info = PluginInfo(name, distribution, version, len(registrar.pending()), "loaded")
         self._plugins.append(info)
@@ -225,7 +231,51 @@ class Registry:
         for name, choice in sorted(self._prefer.items()):
             if name not in self._registrations:
                 problems.append(self._bad_preference(name, choice, []))
-        return _Resolution(active, conflicts, frozenset(preferred), tuple(problems))
+        patterns, refused = self._resolve_patterns(problems)
+        return _Resolution(active, conflicts, frozenset(preferred), tuple(problems), patterns, refused)
+
+    def _resolve_patterns(self, problems: list[RegistryError],
+                          ) -> tuple[tuple[PatternRegistration, ...], frozenset[int]]:
+        """The patterns in force: of those claiming one subgraph, the one a preference names (by its
+        op and plugin), else none of them and a DuplicatePatternError among the problems."""
+        by_structure: dict[str, list[PatternRegistration]] = {}
+        for p in self._patterns:
+            by_structure.setdefault(p.pattern.structure(), []).append(p)
+        active: list[PatternRegistration] = []
+        refused: set[int] = set()
+        for claims in by_structure.values():
+            chosen = [p for p in claims if self._prefer.get(p.pattern.name) == p.provenance.plugin]
+            if len(claims) == 1 or len(chosen) == 1:
+                active.append(claims[0] if len(claims) == 1 else chosen[0])
+                refused |= {id(p) for p in claims if p is not active[-1]}
+                continue
+            refused |= {id(p) for p in claims}
+            listed = "; ".join(p.describe() for p in claims)
+            problems.append(DuplicatePatternError(
+                f"{len(claims)} fusion patterns claim the same subgraph ({claims[0].pattern.structure()}) and no "
+                f"preference chooses one: {listed}. NBX never picks one silently: prefer one by its op and plugin "
+                f"(NBX_PREFER={claims[0].pattern.name}={claims[0].provenance.plugin} or --prefer), or disable a "
+                "plugin"))
+        return tuple(active), frozenset(refused)
+
+    def patterns(self) -> list[Pattern]:
+        """The fusion patterns in force (those refused for a shared subgraph are left out)."""
+        return [p.pattern for p in self._resolved().patterns]
+
+    def pattern_entries(self) -> list[tuple[PatternRegistration, str]]:
+        """Every registered pattern with its status, "active" or "refused"; imports nothing."""
+        refused = self._resolved().refused
+        return [(p, "refused" if id(p) in refused else "active")
+                for p in sorted(self._patterns, key=lambda p: (p.pattern.name, p.provenance.plugin))]
+
+    def provides(self, pattern: Pattern) -> bool:
+        """Whether ``pattern``'s op resolves to one kernel here (a pattern whose op does not is
+        left unused)."""
+        try:
+            self._active(pattern.name)
+        except RegistryError:
+            return False
+        return True
 
     def _bad_preference(self, name: str, choice: str, registrations: list[Registration]) -> RegistryError:
         status = next((p.status for p in self._plugins if p.name == choice), "not installed")

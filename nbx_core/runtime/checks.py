@@ -16,7 +16,8 @@ GPU, so on the cuda backend the read is deferred, as torch defers its device-sid
 On the interpreter backends (cpu, aot) reading a flag costs nothing, so the op raises at once.
 Ops that must know before they go on (an in-place write, a data-dependent size) read their slot
 at once with :func:`read_now`. Slots taken during a CUDA-graph capture are kept apart for the
-graph and re-armed at every replay (:func:`captured_checks`, :func:`rearm`).
+graph and re-armed at every replay (:func:`captured_checks`, :func:`rearm`); so are the slots of a
+run recorded for an execution plan (:mod:`nbx_core.runtime.trace`), on every backend.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from ..device import Device
 from ..errors import NbxError
 from ..memory import cuda as _cuda
 from ..tensor import NBXTensor, tensor
+from .trace import active as _recorder
 
 SLOTS = 1024
 """Slots per device table; a full table is read (one host wait) and reused."""
@@ -61,7 +63,9 @@ _reading = [False]
 
 
 def _deferred() -> bool:
-    return _backend() == "cuda"
+    # A recorded run (nbx_core.runtime.trace) defers its checks on every backend: its plan reads them
+    # after each replay.
+    return _backend() == "cuda" or _recorder() is not None
 
 
 def _table(device: Device) -> _Table:
@@ -74,7 +78,7 @@ def _table(device: Device) -> _Table:
 def slot(device: Device) -> NBXTensor:
     """A zeroed ``[raised, value]`` int64 flag on ``device`` for one launch's checks."""
     t = _table(device)
-    if _deferred() and _cuda.capture_id() is not None:
+    if (_backend() == "cuda" and _cuda.capture_id() is not None) or _recorder() is not None:
         if t.top <= t.next:
             raise NbxError("checks: a captured graph needs more flag slots than are free: capture fewer ops")
         t.top -= 1
@@ -98,6 +102,10 @@ def raise_later(flag: NBXTensor, make_error: MakeError) -> None:
         raised, value = read_now(flag)
         if raised:
             raise make_error(value)
+        return
+    recorder = _recorder()
+    if recorder is not None:
+        recorder.trace.checks.append((flag.device, _index(flag), make_error))
         return
     ident = _cuda.capture_id()
     if ident is not None:

@@ -24,6 +24,7 @@ from typing import Any
 
 from .. import backend as _backend
 from ..errors import BackendError, DeviceError, NbxTypeError
+from ..memory import events as _events
 from ..tensor import NBXTensor
 
 BACKEND = _backend.current()
@@ -175,7 +176,7 @@ class _CudaLauncher:
                 raw.append(ptr)
             else:
                 key.append(_spec(a))
-                raw.append(a)
+                raw.append(_raw(a) if type(a) is tuple else a)
         compiled, tail = self.compiled((tuple(key), tuple(kwargs.items())), grid, args, kwargs)
         g = (*grid, 1, 1)
         compiled.run(g[0], g[1], g[2], _cuda.current_stream(), compiled.function, compiled.packed_metadata,
@@ -196,6 +197,17 @@ class _CudaLauncher:
                     tail = [kwargs[n] if n in kwargs else self.defaults[n] for n in self.names[len(args):]]
                     hit = self.cache[key] = (compiled, tail)
         return hit
+
+
+def _raw(value: Any) -> Any:
+    """A launch argument as the compiled kernel's launcher takes it: tensors (in tuples too) as
+    device pointers."""
+    t = type(value)
+    if t is NBXTensor:
+        return _device_ptr(value)
+    if t is tuple:
+        return tuple(map(_raw, value))
+    return value
 
 
 def _device_ptr(t: NBXTensor) -> int:
@@ -248,14 +260,15 @@ def _interp_args(kernel: Any, args: Sequence[Any]) -> list[Any]:
     # Triton's interpreter takes a Python float as float32 even where the parameter says float64
     # (a compiled kernel keeps all 53 bits); such floats go in as float64 scalars.
     wide = _float64_params(kernel)
-    out = []
-    for i, a in enumerate(args):
-        if isinstance(a, NBXTensor):
-            a = _InterpArg(a._storage, a._offset, a._shape, a._strides, a.dtype)
-        elif i in wide and isinstance(a, float):
-            a = _float64_scalar(a)
-        out.append(a)
-    return out
+    return [_float64_scalar(a) if i in wide and isinstance(a, float) else _interp_arg(a) for i, a in enumerate(args)]
+
+
+def _interp_arg(a: Any) -> Any:
+    if isinstance(a, NBXTensor):
+        return _InterpArg(a._storage, a._offset, a._shape, a._strides, a.dtype)
+    if type(a) is tuple:
+        return tuple(map(_interp_arg, a))
+    return a
 
 
 def _float64_scalar(value: float) -> Any:
@@ -276,6 +289,9 @@ def launch(kernel: Any, grid: Sequence[int], *args: Any, **kwargs: Any) -> None:
         raise NbxTypeError(f"launch: grid must be a tuple of ints, got {type(grid).__name__}")
     if any(g == 0 for g in grid):
         return
+    observer = _events.observer()
+    if observer is not None:  # a run being recorded (nbx_core.runtime.trace)
+        observer.launched(kernel, grid, args, kwargs)
     if BACKEND == "cuda":
         _cuda_launcher(kernel)(grid, args, kwargs)
     elif BACKEND == "cpu":
@@ -351,6 +367,9 @@ class Prepared:
         if launcher is None:
             launch(self.kernel, self.grid, *self._full(values), **self.kwargs)
             return
+        observer = _events.observer()
+        if observer is not None:
+            observer.launched(self.kernel, self.grid, tuple(self._full(values)), self.kwargs)
         _cuda.ensure_context(0)  # a no-op unless this thread has not launched yet
         raw = self.raw.copy()  # a copy per call: threads may launch one plan at once
         key = []
@@ -385,6 +404,30 @@ def prepare(kernel: Any, grid: tuple[int, ...], args: Sequence[Any], varying: Se
     if not isinstance(grid, tuple):
         raise NbxTypeError(f"prepare: grid must be a tuple of ints, got {type(grid).__name__}")
     return Prepared(kernel, grid, args, varying, kwargs)
+
+
+class Bound:
+    """One launch with every argument fixed, for replaying it many times (cuda backend).
+
+    ``raw`` holds the compiled kernel's launch arguments in order (a tensor's device pointer where
+    the launch took a tensor); :meth:`launch` may be given another list of the same layout whose
+    pointers point at other memory of the same 16-byte alignment.
+    """
+
+    __slots__ = ("grid", "raw", "run", "function", "metadata")
+
+    def __init__(self, kernel: Any, grid: tuple[int, ...], args: Sequence[Any], kwargs: dict[str, Any]) -> None:
+        compiled, tail = _cuda_launcher(kernel).compiled(
+            (tuple(map(_spec, args)), tuple(kwargs.items())), grid, tuple(args), kwargs)
+        self.grid = (*grid, 1, 1)[:3]
+        self.raw = [_raw(a) for a in args] + list(tail)
+        self.run = compiled.run
+        self.function = compiled.function
+        self.metadata = compiled.packed_metadata
+
+    def launch(self, raw: Sequence[Any], stream: int) -> None:
+        g = self.grid
+        self.run(g[0], g[1], g[2], stream, self.function, self.metadata, None, None, None, *raw)
 
 
 H200_MULTIPROCESSORS = 132

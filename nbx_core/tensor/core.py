@@ -18,7 +18,7 @@ from .. import backend as _backend
 from .. import dtypes as D
 from ..device import CPU, Device, as_device
 from ..errors import DeviceError, IndexOutOfRangeError, NbxTypeError, NbxValueError
-from ..memory import allocate
+from ..memory import allocate, events
 from ..memory.host import HostStorage
 from ..shape import contiguous_strides, is_contiguous, numel
 from . import dlpack, printing
@@ -111,6 +111,7 @@ class NBXTensor(TensorMethods):
             return self._to_host().numpy()
         if self.numel() == 0:
             return np.empty(self._shape, self.dtype.np)
+        events.on_host_read(self._storage, "numpy()")
         item = self.dtype.itemsize
         lo = self._offset + sum(min(0, st * (s - 1)) for s, st in zip(self._shape, self._strides, strict=True))
         hi = self._offset + sum(max(0, st * (s - 1)) for s, st in zip(self._shape, self._strides, strict=True))
@@ -165,6 +166,7 @@ class NBXTensor(TensorMethods):
 
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
                    copy: Any = None) -> Any:
+        events.on_export(self._storage)
         return dlpack.to_dlpack(self, stream=stream, max_version=max_version)
 
     # -- printing ---------------------------------------------------------------------------------
@@ -236,12 +238,15 @@ def _host_from_numpy(arr: np.ndarray, dtype: D.DType) -> NBXTensor:
     if arr.size == 0 or arr.flags.c_contiguous or any(s < 0 or s % item for s in arr.strides):
         arr = arr if arr.flags.c_contiguous else arr.copy(order="C")
         storage = HostStorage.wrap(arr)
+        events.on_host_write(storage)
         return NBXTensor(storage, arr.shape, contiguous_strides(arr.shape), 0, dtype)
     extent = sum(st * (n - 1) for n, st in zip(arr.shape, arr.strides, strict=True)) + item
     first = arr[(slice(0, 1),) * arr.ndim].reshape(1).view(np.uint8)
     # as_strided keeps ``arr`` alive through the view's base chain.
     raw = np.lib.stride_tricks.as_strided(first, shape=(extent,), strides=(1,))
-    return NBXTensor(HostStorage(raw), arr.shape, tuple(s // item for s in arr.strides), 0, dtype)
+    storage = HostStorage(raw)
+    events.on_host_write(storage)
+    return NBXTensor(storage, arr.shape, tuple(s // item for s in arr.strides), 0, dtype)
 
 
 def tensor(data: Any, dtype: Any = None, device: Any = None) -> NBXTensor:

@@ -16,7 +16,7 @@ OPLIST = Path(__file__).resolve().parents[2] / "nbx_core" / "oplists" / "element
 
 def test_names_match_the_family_list():
     assert sorted(NAMES) == sorted(OPLIST.read_text().split())
-    assert len(set(NAMES)) == 97
+    assert len(set(NAMES)) == 98
 
 
 def test_every_name_resolves_to_this_plugin():

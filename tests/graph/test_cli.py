@@ -178,3 +178,17 @@ def test_example_matches_torch():
         want = block(src, src_key_padding_mask=mask)
     if numeric():  # the aot backend compiles every kernel and runs none
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+
+
+@runs_a_program
+def test_run_plan_prints_the_execution_plan(capsys):
+    for family in PLUGINS:
+        if importlib.util.find_spec(f"nbx_{family}") is None:
+            pytest.skip(f"needs plugin nbx-{family}, which is not installed")
+    assert main(["run", str(EXAMPLE), "--plan"]) == 0
+    out = capsys.readouterr().out
+    plan = out[out.index("plan: 42 nodes"):]
+    assert re.search(r"^  \d+ launches, \d+ zero fills; fused: \d+ elementwise kernels and \d+ epilogues", plan, re.M)
+    assert "kernels: _gemm_kernel x4" in plan and "arena" in plan
+    assert main(["run", str(EXAMPLE), "--plan", "--no-plan"]) == 0
+    assert "not planned: planning is off" in capsys.readouterr().out

@@ -119,7 +119,7 @@ def test_list_json_schema_is_pinned(nbx):
     code, out, err = nbx("registry", "list", *SELECT, *PREFER, "--format", "json")
     assert (code, err) == (0, "")
     document = json.loads(out)
-    assert set(document) == {"schema", "ops", "problems"}
+    assert set(document) == {"schema", "ops", "patterns", "problems"}
     assert document["schema"] == 1 and document["problems"] == []
     assert all(set(op) == ENTRY_KEYS for op in document["ops"])
     assert [op["name"] for op in document["ops"]] == [

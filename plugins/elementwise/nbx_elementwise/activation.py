@@ -153,6 +153,12 @@ def relu(self: NBXTensor) -> NBXTensor:
     return pointwise(op, _relu, self)
 
 
+def gelu_tanh(x: NBXTensor) -> NBXTensor:
+    """``nbx::gelu_tanh``: ``aten::gelu(x, approximate="tanh")``, what the fusion pattern of
+    :mod:`nbx_elementwise.patterns` turns GPT-2's spelt-out tanh GELU into."""
+    return gelu(x, approximate="tanh")
+
+
 def gelu(self: NBXTensor, *, approximate: str = "none") -> NBXTensor:
     """``aten::gelu``: ``x * Phi(x)`` exactly (``approximate='none'``) or its tanh form.
 

@@ -6,6 +6,8 @@ from typing import Any
 
 from nbx_core import hookimpl
 
+from .patterns import PATTERNS
+
 _MODULES: dict[str, list[str]] = {
     "nbx_elementwise.unary": [
         "aten::abs", "aten::neg", "aten::exp", "aten::exp2", "aten::expm1", "aten::log", "aten::log2",
@@ -32,7 +34,7 @@ _MODULES: dict[str, list[str]] = {
     "nbx_elementwise.activation": [
         "aten::relu", "aten::gelu", "aten::silu", "aten::mish", "aten::hardsigmoid", "aten::hardswish",
         "aten::hardtanh", "aten::leaky_relu", "aten::elu", "aten::celu", "aten::selu", "aten::softplus",
-        "aten::log_sigmoid", "aten::threshold", "aten::glu",
+        "aten::log_sigmoid", "aten::threshold", "aten::glu", "nbx::gelu_tanh",
     ],
     "nbx_elementwise.complex_ops": ["aten::complex", "aten::angle"],
     "nbx_elementwise.random": [
@@ -48,3 +50,5 @@ NAMES: tuple[str, ...] = tuple(n for names in _MODULES.values() for n in names)
 def nbx_register_kernels(registry: Any) -> None:
     """Register every elementwise op to its lazily imported wrapper (``clip`` is torch's alias of clamp)."""
     registry.register_modules(_MODULES)
+    for pattern in PATTERNS:
+        registry.register_pattern(pattern)

@@ -24,6 +24,7 @@ warp-specialized kernel instead.
 
 
 import time
+from collections.abc import Sequence
 from contextlib import nullcontext
 from typing import Any
 
@@ -41,7 +42,7 @@ from nbx_core.runtime.kernels.tickets import last_to_arrive, tickets
 from nbx_core.runtime.kernels.tiles import grouped_tile
 from nbx_core.runtime.launch import BACKEND, cdiv, launch, multiprocessors, next_pow2
 from nbx_core.runtime.pointwise import tl_dtype
-from nbx_core.shape import broadcast_shapes, broadcast_strides, coalesce, numel, view_strides
+from nbx_core.shape import broadcast_shapes, broadcast_strides, coalesce, contiguous_strides, numel, view_strides
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 
 from . import configs, warp_specialized
@@ -55,13 +56,16 @@ def _gemm_kernel(
     a_ptr, b_ptr, c_ptr, out_ptr, part_ptr, cnt_ptr, M, N, K, k_chunk, batch0, batches,
     bshape, a_bs, b_bs, c_bs, o_bs,
     sam, sak, sbk, sbn, scm, scn, som, son,
-    alpha_f: tl.float64, beta_f: tl.float64, alpha_i: tl.int64, beta_i: tl.int64,
+    alpha_f: tl.float64, beta_f: tl.float64, alpha_i: tl.int64, beta_i: tl.int64, epi,
     HAS_C: tl.constexpr, C_ROW: tl.constexpr, USE_DOT: tl.constexpr, INT_ACC: tl.constexpr,
     PRECISION: tl.constexpr,
     ACC: tl.constexpr, BNDIM: tl.constexpr, EVEN_K: tl.constexpr, INT64: tl.constexpr,
     TMA: tl.constexpr, A_T: tl.constexpr, B_T: tl.constexpr, SPLIT: tl.constexpr, PERSISTENT: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    EPI: tl.constexpr = None, EPI_ROUND: tl.constexpr = None,
 ):
+    # EPI: an elementwise epilogue that nbx_core.fusion generated (see gemm_epilogue below); it takes
+    # the tile rounded to EPI_ROUND, the product's dtype, and stores its own result.
     # Grid: (output tiles, batches, K slices), or with PERSISTENT (programs,): each program walks the
     # (batch, tile) pairs a grid's width apart, its tile loop flattened with the K loop so that the
     # next tile's loads are in flight while this tile's results are stored. Short reductions (K of
@@ -71,24 +75,53 @@ def _gemm_kernel(
         for t in tl.range(tl.program_id(0), tiles * batches, tl.num_programs(0), flatten=True):
             _gemm_tile(a_ptr, b_ptr, c_ptr, out_ptr, part_ptr, cnt_ptr, t % tiles, t // tiles + batch0, M, N, K,
                        k_chunk, bshape, a_bs, b_bs, c_bs, o_bs, sam, sak, sbk, sbn, scm, scn, som, son,
-                       alpha_f, beta_f, alpha_i, beta_i, HAS_C, C_ROW, USE_DOT, INT_ACC, PRECISION, ACC, BNDIM,
-                       EVEN_K, INT64, TMA, A_T, B_T, SPLIT, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
+                       alpha_f, beta_f, alpha_i, beta_i, epi, HAS_C, C_ROW, USE_DOT, INT_ACC, PRECISION, ACC,
+                       BNDIM, EVEN_K, INT64, TMA, A_T, B_T, SPLIT, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, EPI, EPI_ROUND)
     else:
         _gemm_tile(a_ptr, b_ptr, c_ptr, out_ptr, part_ptr, cnt_ptr, tl.program_id(0), tl.program_id(1) + batch0,
                    M, N, K, k_chunk, bshape, a_bs, b_bs, c_bs, o_bs, sam, sak, sbk, sbn, scm, scn, som, son,
-                   alpha_f, beta_f, alpha_i, beta_i, HAS_C, C_ROW, USE_DOT, INT_ACC, PRECISION, ACC, BNDIM,
-                   EVEN_K, INT64, TMA, A_T, B_T, SPLIT, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
+                   alpha_f, beta_f, alpha_i, beta_i, epi, HAS_C, C_ROW, USE_DOT, INT_ACC, PRECISION, ACC,
+                   BNDIM, EVEN_K, INT64, TMA, A_T, B_T, SPLIT, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, EPI, EPI_ROUND)
+
+
+class _GemmEpilogue:
+    """How nbx_core.fusion hands ``_gemm_kernel`` an elementwise epilogue (``EPI``): a launch whose
+    result is dense (batch, M, N), with no integer or float64 accumulator, takes one."""
+
+    def output(self, args: Sequence[Any], kwargs: dict[str, Any]) -> tuple[int, int] | None:
+        """(position of the output argument, its element count), or None: no epilogue here."""
+        out, m, n, batch0, batches, bshape, o_bs, som, son = (args[3], args[6], args[7], args[10], args[11],
+                                                             args[12], args[16], args[23], args[24])
+        if kwargs["INT_ACC"] or kwargs["ACC"] != tl.float32 or out.offset != 0 or (som, son) != (n, 1):
+            return None
+        total = numel(bshape)
+        dense = tuple(s * m * n for s in contiguous_strides(bshape))
+        if batch0 != 0 or batches != total or any(
+                b > 1 and st != d for b, st, d in zip(bshape, o_bs, dense, strict=True)):
+            return None
+        return 3, total * m * n
+
+    def attach(self, args: Sequence[Any], kwargs: dict[str, Any], fn: Any, epi: tuple) -> tuple[list, dict]:
+        """The launch's arguments with ``fn`` as its epilogue, taking ``epi``."""
+        args = list(args)
+        round_to = tl_dtype(args[3].dtype)
+        args[29] = epi
+        return args, {**kwargs, "EPI": fn, "EPI_ROUND": round_to}
+
+
+_gemm_kernel.nbx_epilogue = _GemmEpilogue()
 
 
 @triton.jit
 def _gemm_tile(
     a_ptr, b_ptr, c_ptr, out_ptr, part_ptr, cnt_ptr, pid, batch, M, N, K, k_chunk,
     bshape, a_bs, b_bs, c_bs, o_bs, sam, sak, sbk, sbn, scm, scn, som, son,
-    alpha_f, beta_f, alpha_i, beta_i,
+    alpha_f, beta_f, alpha_i, beta_i, epi,
     HAS_C: tl.constexpr, C_ROW: tl.constexpr, USE_DOT: tl.constexpr, INT_ACC: tl.constexpr,
     PRECISION: tl.constexpr, ACC: tl.constexpr, BNDIM: tl.constexpr, EVEN_K: tl.constexpr, INT64: tl.constexpr,
     TMA: tl.constexpr, A_T: tl.constexpr, B_T: tl.constexpr, SPLIT: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    EPI: tl.constexpr, EPI_ROUND: tl.constexpr,
 ):
     """Output tile ``pid`` (grouped order) of batch ``batch``. With SPLIT, K slice
     ``tl.program_id(2)`` multiplies K elements [s * k_chunk, (s + 1) * k_chunk) and stores its
@@ -168,10 +201,12 @@ def _gemm_tile(
                 tile = (tl.program_id(1) * tl.num_programs(2) + q) * tl.num_programs(0) + tl.program_id(0)
                 total += tl.load(_partial(part_ptr, tile, BLOCK_M, BLOCK_N))
             _epilogue(total, rm, rn, batch, c_ptr, out_ptr, M, N, bshape, c_bs, o_bs, scm, scn, som, son,
-                      alpha_f, beta_f, alpha_i, beta_i, HAS_C, C_ROW, INT_ACC, ACC, BNDIM, BLOCK_M, BLOCK_N)
+                      alpha_f, beta_f, alpha_i, beta_i, epi, HAS_C, C_ROW, INT_ACC, ACC, BNDIM, BLOCK_M, BLOCK_N,
+                      EPI, EPI_ROUND)
     else:
         _epilogue(acc, rm, rn, batch, c_ptr, out_ptr, M, N, bshape, c_bs, o_bs, scm, scn, som, son,
-                  alpha_f, beta_f, alpha_i, beta_i, HAS_C, C_ROW, INT_ACC, ACC, BNDIM, BLOCK_M, BLOCK_N)
+                  alpha_f, beta_f, alpha_i, beta_i, epi, HAS_C, C_ROW, INT_ACC, ACC, BNDIM, BLOCK_M, BLOCK_N,
+                  EPI, EPI_ROUND)
 
 
 @triton.jit
@@ -183,9 +218,11 @@ def _partial(part_ptr, tile, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
 
 @triton.jit
 def _epilogue(acc, rm, rn, batch, c_ptr, out_ptr, M, N, bshape, c_bs, o_bs, scm, scn, som, son,
-              alpha_f, beta_f, alpha_i, beta_i, HAS_C: tl.constexpr, C_ROW: tl.constexpr, INT_ACC: tl.constexpr,
-              ACC: tl.constexpr, BNDIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    """``alpha * acc + beta * c``, stored to the output tile (rm, rn) of batch ``batch``."""
+              alpha_f, beta_f, alpha_i, beta_i, epi, HAS_C: tl.constexpr, C_ROW: tl.constexpr, INT_ACC: tl.constexpr,
+              ACC: tl.constexpr, BNDIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+              EPI: tl.constexpr, EPI_ROUND: tl.constexpr):
+    """``alpha * acc + beta * c``, stored to the output tile (rm, rn) of batch ``batch``, or handed
+    to ``EPI`` with each element's index in the dense (batch, M, N) result."""
     if INT_ACC:
         acc = acc * tl.full((BLOCK_M, BLOCK_N), alpha_i, tl.int64)
     else:
@@ -202,8 +239,11 @@ def _epilogue(acc, rm, rn, batch, c_ptr, out_ptr, M, N, bshape, c_bs, o_bs, scm,
             acc += tl.full((BLOCK_M, BLOCK_N), beta_i, tl.int64) * c
         else:
             acc += tl.full((BLOCK_M, BLOCK_N), beta_f, ACC) * c
-    o_off = strided_offsets(batch, bshape, o_bs, BNDIM) + rm[:, None] * som + rn[None, :] * son
-    tl.store(out_ptr + o_off, cast_to(acc, out_ptr.dtype.element_ty), mask=mask)
+    if EPI is not None:
+        EPI(cast_to(acc, EPI_ROUND), (batch * M + rm[:, None]) * N + rn[None, :], mask, epi)
+    else:
+        o_off = strided_offsets(batch, bshape, o_bs, BNDIM) + rm[:, None] * som + rn[None, :] * son
+        tl.store(out_ptr + o_off, cast_to(acc, out_ptr.dtype.element_ty), mask=mask)
 
 
 def _strided(t: NBXTensor, shape: tuple[int, ...], strides: tuple[int, ...]) -> NBXTensor:
@@ -315,7 +355,7 @@ def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alp
                 bshape, a_bs, b_bs, c_bs, o_bs,
                 a_st[-2], a_st[-1], b_st[-2], b_st[-1], c_st[-2], c_st[-1], o_st[-2], o_st[-1],
                 0.0 if is_int else float(alpha), 0.0 if is_int else float(beta),
-                int(alpha) if is_int else 0, int(beta) if is_int else 0,
+                int(alpha) if is_int else 0, int(beta) if is_int else 0, (),
                 HAS_C=use_c, C_ROW=use_c and c_st[-2] == 0, USE_DOT=use_dot, INT_ACC=is_int, PRECISION=precision,
                 ACC=tl_dtype(acc), BNDIM=len(bshape), EVEN_K=k > 0 and k % bk == 0,
                 INT64=needs_int64(numel(shape), *tensors),

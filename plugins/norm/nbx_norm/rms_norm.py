@@ -13,10 +13,26 @@ from collections.abc import Sequence
 import numpy as np
 
 from nbx_core import dtypes as D
+from nbx_core.registry import get_registry
 from nbx_core.tensor import NBXTensor
 
 from .checks import check_input
 from .layer_norm import row_norm
+
+
+def rms_norm_cast(x: NBXTensor, weight: NBXTensor, eps: float, dtype: D.DType) -> NBXTensor:
+    """``nbx::rms_norm_cast``: ``weight * (x32 * rsqrt(mean(x32**2, -1) + eps)).to(dtype)`` with
+    ``x32 = x.to(float32)``, transformers' RMSNorm (:mod:`nbx_norm.patterns`), in one pass over each
+    row: float32 throughout, rounded once. Where the result would not be ``x``'s dtype (a weight
+    or ``dtype`` of another type), the ops run one by one, as the graph spelt them."""
+    x = check_input("rms_norm_cast", x)
+    dtype = D.as_dtype(dtype)
+    if dtype is x.dtype and weight.dtype is x.dtype and weight.shape == x.shape[-1:] and x.dtype.is_floating_point:
+        return row_norm("rms_norm_cast", x, [x.shape[-1]], weight, None, float(eps), rms=True, stats=False)[0]
+    wide = x.to(D.float32)
+    variance = call("aten::mean.dim", call("aten::pow.Tensor_Scalar", wide, 2), [-1], True)
+    normed = call("aten::mul.Tensor", wide, call("aten::rsqrt.default", call("aten::add.Tensor", variance, eps)))
+    return call("aten::mul.Tensor", weight, normed.to(dtype))
 
 
 def rms_norm(input: NBXTensor, normalized_shape: Sequence[int], weight: NBXTensor | None = None,
@@ -26,3 +42,7 @@ def rms_norm(input: NBXTensor, normalized_shape: Sequence[int], weight: NBXTenso
     if eps is None:
         eps = float(np.finfo(D.compute_dtype(x.dtype).np).eps)
     return row_norm("rms_norm", x, normalized_shape, weight, None, eps, rms=True, stats=False)[0]
+
+
+def call(name: str, *args: object) -> NBXTensor:
+    return get_registry().call(name, *args)

@@ -1,0 +1,75 @@
+"""A plan replayed as one CUDA graph.
+
+The graph is captured over memory of its own: copies of the inputs' bytes and the outputs' storages.
+A run copies each input into that memory, launches the graph, and copies each output storage out
+into fresh memory, so callers may keep what a run returns. Everything is queued on the current
+stream; the graph's private capture stream is used only while capturing.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+from ..memory import allocate
+from ..memory import cuda as _cuda
+from ..runtime.kernels.descriptors import descriptor_memory
+from ..tensor import NBXTensor
+from .bound import BoundOps
+
+_ids = itertools.count(1 << 30)
+
+
+class PlanGraph:
+    """``plan`` captured as a CUDA graph on copies of ``inputs``; :meth:`replay` runs it."""
+
+    def __init__(self, plan: Any, inputs: Sequence[NBXTensor]) -> None:
+        driver = _cuda._driver()
+        self.plan = plan
+        self.static: list[Any] = list(plan._memory_here().storages)
+        self.copies_in: list[tuple[int, int, int]] = []  # (storage index, first byte, bytes)
+        for index, pos in plan.inputs:
+            t = inputs[pos]
+            lo = t._offset * t.dtype.itemsize
+            extent = (1 + sum((n - 1) * s for n, s in zip(t._shape, t._strides, strict=True))) * t.dtype.itemsize \
+                if t.numel() else 0
+            self.static[index] = allocate(lo + extent, plan.device)
+            self.copies_in.append((index, lo, extent))
+        for index, nbytes, zero in plan.fresh:
+            self.static[index] = allocate(nbytes, plan.device, zero=zero)
+        self.copies_out = [(index, nbytes) for index, nbytes, _ in plan.fresh]
+        stream = _cuda.check(driver.cuStreamCreate(1), "cuStreamCreate")  # 1: non-blocking
+        mode = driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+        ops = BoundOps(plan, self.static, skip_zero=frozenset())  # the graph zeroes its outputs itself
+        with _cuda.use_stream(int(stream)), descriptor_memory(plan.device):
+            ops.launch(self.static)  # loads every kernel before the capture
+            _cuda.check(driver.cuStreamSynchronize(stream), "cuStreamSynchronize")
+            _cuda.check(driver.cuStreamBeginCapture(stream, mode), "cuStreamBeginCapture")
+            _cuda.set_capture_id(next(_ids))
+            try:
+                ops.launch(self.static)
+            except Exception:
+                driver.cuStreamEndCapture(stream)
+                raise
+            finally:
+                _cuda.set_capture_id(None)
+            graph = _cuda.check(driver.cuStreamEndCapture(stream), "cuStreamEndCapture")
+        flags = driver.CUgraphInstantiate_flags.CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH
+        instantiate = getattr(driver, "cuGraphInstantiateWithFlags", None) or driver.cuGraphInstantiate
+        self.exec = _cuda.check(instantiate(graph, flags), "cuGraphInstantiate")
+        self.graph, self.stream = graph, stream
+
+    def replay(self, st: list[Any]) -> None:
+        """Run the graph for the storages ``st`` of one run (inputs bound, outputs allocated)."""
+        driver = _cuda._driver()
+        stream = _cuda.current_stream()
+        for index, lo, nbytes in self.copies_in:
+            if nbytes:
+                _cuda.check(driver.cuMemcpyDtoDAsync(self.static[index].ptr + lo, st[index].ptr + lo, nbytes, stream),
+                            "cuMemcpyDtoDAsync")
+        _cuda.check(driver.cuGraphLaunch(self.exec, stream), "cuGraphLaunch")
+        for index, nbytes in self.copies_out:
+            if nbytes:
+                _cuda.check(driver.cuMemcpyDtoDAsync(st[index].ptr, self.static[index].ptr, nbytes, stream),
+                            "cuMemcpyDtoDAsync")

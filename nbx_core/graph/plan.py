@@ -1,0 +1,226 @@
+"""Execution plans: a Program's run for one input signature, replayed as launches over fixed memory.
+
+The first run of a signature (dtypes, shapes, strides, offsets and alignment of the inputs) runs
+node by node under a :class:`~nbx_core.trace.Recorder`. What it records becomes a :class:`Plan`:
+
+- every launch with its arguments bound: the host work that chose them (argument checks,
+  broadcasting, type promotion, tile choices, views) is not repeated;
+- the temporary buffers placed in one arena from their lifetimes (:mod:`nbx_core.arena`);
+- the outputs allocated fresh at every run, so a caller may keep them.
+
+A later run of the signature binds the inputs and launches. On the cuda backend the launches go
+straight to the compiled kernels, or replay as one CUDA graph (:meth:`Plan.use_cuda_graph`). A
+run the host steers by device values (data-dependent sizes, ``item()``), that draws random
+numbers or that mutates the program's buffers is not planned; the program then runs node by node
+and :attr:`Unplanned.reason` says why.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..device import Device
+from ..errors import GraphError
+from ..memory import allocate
+from ..runtime import arena as _arena
+from ..runtime import checks
+from ..runtime.launch import BACKEND, launch
+from ..runtime.trace import Launch, TensorArg, Trace, Zero, bind, tensor_args
+from ..tensor import NBXTensor
+from .bound import BoundOps
+from .cudagraph import PlanGraph
+
+
+def signature(tensors: Sequence[NBXTensor]) -> tuple:
+    """What a plan depends on of its inputs: per input its dtype, shape, strides, offset, device and
+    16-byte alignment (kernels specialise on it), and which inputs share a storage."""
+    first: dict[int, int] = {}
+    return tuple((t.dtype, t._shape, t._strides, t._offset, t._storage.device, t.data_ptr() % 16 == 0,
+                  first.setdefault(id(t._storage), i)) for i, t in enumerate(tensors))
+
+
+_RANDOM_OPS = frozenset(f"aten::{name}" for name in (
+    "rand", "rand_like", "randn", "randn_like", "randint", "randint_like", "randperm", "bernoulli", "normal",
+    "uniform", "multinomial", "native_dropout", "rrelu", "rrelu_with_noise", "exponential", "geometric",
+    "log_normal", "cauchy", "random"))
+
+
+def draws_random(op: str) -> bool:
+    """Whether ATen op ``op`` draws from the random stream, whose position moves at every call (a
+    replay would repeat the recorded draws)."""
+    return op.split(".")[0].rstrip("_") in _RANDOM_OPS
+
+
+@dataclass(frozen=True)
+class Unplanned:
+    """A signature whose runs go node by node, and why."""
+
+    reason: str
+
+
+class Plan:
+    """Launches over fixed memory for one input signature; see the module docstring."""
+
+    def __init__(self, trace: Trace, outputs: Sequence[TensorArg], device: Device,
+                 fused: dict[str, int] | None = None) -> None:
+        storages = trace.storages
+        self.device = device
+        self.fused = fused or {}
+        self.graph_reason: str | None = None  # why the plan is not replayed as a CUDA graph, if it was tried
+        self.ops: list[Launch | Zero] = [op for op in trace.ops
+                                         if isinstance(op, Launch) or storages[op.storage].kind != "const"]
+        self.outputs = tuple(outputs)
+        self.checks = trace.checks
+        used = {a.storage for op in self.ops if isinstance(op, Launch) for a in tensor_args(op.args)}
+        used |= {op.storage for op in self.ops if isinstance(op, Zero)}
+        out_storages = {o.storage for o in self.outputs}
+        self.inputs: list[tuple[int, int]] = []  # (storage index, input position)
+        self.fresh: list[tuple[int, int, bool]] = []  # (storage index, bytes, zeroed): allocated per run
+        self.const: dict[int, Any] = {}
+        temps: list[int] = []
+        for index, info in enumerate(storages):
+            if info.kind == "input":
+                self.inputs.append((index, info.index))
+            elif info.kind == "kept" and index in out_storages:
+                self.fresh.append((index, info.nbytes, info.zero))
+            elif info.kind == "temp" and index in used:
+                temps.append(index)
+            elif info.ref is not None:
+                self.const[index] = info.ref
+        # A temporary lives from the first op that touches it to the last: fusion moves launches, so
+        # the lifetimes are those of the final op list, not the recorded allocation and free.
+        first: dict[int, int] = {}
+        last: dict[int, int] = {}
+        for pos, op in enumerate(self.ops):
+            for s in (tensor_args(op.args) if isinstance(op, Launch) else ()):
+                first.setdefault(s.storage, pos)
+                last[s.storage] = pos
+            if isinstance(op, Zero):
+                first.setdefault(op.storage, pos)
+                last[op.storage] = pos
+        offsets, self.arena_bytes = _arena.place([storages[i].nbytes for i in temps],
+                                                 [(first[i], last[i] + 1) for i in temps])
+        self.slots = {index: (off, storages[index].nbytes) for index, off in zip(temps, offsets, strict=True)}
+        self._fresh_zeroed = frozenset(index for index, _, zero in self.fresh if zero)
+        self.nstorages = len(storages)
+        self._memory: dict[Any, _Memory] = {}
+        self._lock = threading.Lock()
+        self.cuda_graph: Any = None
+
+    # -- running -------------------------------------------------------------------------------------
+    def run(self, inputs: Sequence[NBXTensor]) -> list[NBXTensor]:
+        """Launch the plan on ``inputs`` (tensors of the planned signature); the outputs, fresh."""
+        with self._lock:
+            mem = self._memory_here()
+            st = list(mem.storages)
+            for index, pos in self.inputs:
+                st[index] = inputs[pos]._storage
+            for index, nbytes, zero in self.fresh:
+                st[index] = allocate(nbytes, self.device, zero=zero)
+            if self.cuda_graph is not None:
+                self.cuda_graph.replay(st)
+            elif BACKEND == "cuda":
+                from ..runtime.kernels.descriptors import descriptor_memory
+
+                with descriptor_memory(self.device):
+                    mem.bound(self, st).launch(st)
+            else:
+                self._launch_each(st)
+            outs = [NBXTensor(st[o.storage], o.shape, o.strides, o.offset, o.dtype) for o in self.outputs]
+        if self.checks:
+            checks.rearm(self.checks)
+            if BACKEND != "cuda":
+                checks.verify()
+        return outs
+
+    def _launch_each(self, st: list[Any]) -> None:
+        for op in self.ops:
+            if type(op) is Zero:
+                if op.storage not in self._fresh_zeroed:
+                    _zero(st[op.storage])
+                continue
+            launch(op.kernel, op.grid, *bind(op.args, st.__getitem__), **op.kwargs)
+
+    def use_cuda_graph(self, inputs: Sequence[NBXTensor]) -> None:
+        """Replay the plan as one CUDA graph from now on (cuda backend): captured on copies of
+        ``inputs``; each run then copies its inputs in and its outputs out of the graph's memory."""
+        if BACKEND != "cuda":
+            raise GraphError("CUDA graphs need the cuda backend")
+        with self._lock:
+            self.cuda_graph = PlanGraph(self, inputs)
+
+    def _memory_here(self) -> _Memory:
+        key = _stream_key()
+        mem = self._memory.get(key)
+        if mem is None:
+            mem = self._memory[key] = _Memory(self)
+        return mem
+
+    def describe(self) -> dict[str, Any]:
+        """What the plan launches (kernels by name, fusions), and the memory it holds."""
+        kernels: dict[str, int] = {}
+        for op in self.ops:
+            if isinstance(op, Launch):
+                name = kernel_name(op.kernel)
+                kernels[name] = kernels.get(name, 0) + 1
+        return {"launches": sum(kernels.values()), "zero_fills": sum(isinstance(op, Zero) for op in self.ops),
+                "kernels": dict(sorted(kernels.items(), key=lambda kv: -kv[1])), "fused": self.fused,
+                "arena_bytes": self.arena_bytes, "temporaries": len(self.slots),
+                "cuda_graph": self.cuda_graph is not None, **({"cuda_graph_reason": self.graph_reason}
+                                                                if self.graph_reason else {})}
+
+
+def kernel_name(kernel: Any) -> str:
+    return getattr(kernel, "__name__", None) or kernel.fn.__name__
+
+
+class _Memory:
+    """A plan's arena for one stream (two streams must not share temporaries), with the storages
+    of every storage index that does not change between runs, and on cuda the bound launches."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.block = allocate(max(plan.arena_bytes, 1), plan.device)
+        self.storages: list[Any] = [None] * plan.nstorages
+        for index, (off, nbytes) in plan.slots.items():
+            self.storages[index] = _sub_storage(self.block, off, nbytes)
+        for index, ref in plan.const.items():
+            self.storages[index] = ref
+        self._bound: BoundOps | None = None
+
+    def bound(self, plan: Plan, st: list[Any]) -> BoundOps:
+        """The bound launches, compiled from the storages of the first run (``st``): later runs bind
+        inputs and outputs of the same alignment, which the signature guarantees."""
+        if self._bound is None:
+            self._bound = BoundOps(plan, st)
+        return self._bound
+
+
+def _stream_key() -> Any:
+    if BACKEND == "cuda":
+        from ..memory import cuda
+
+        return cuda.current_stream()
+    return None
+
+
+def _sub_storage(block: Any, offset: int, nbytes: int) -> Any:
+    if block.device.type == "cpu":
+        from ..memory.host import HostStorage
+
+        return HostStorage(block.array[offset:offset + nbytes])
+    from ..memory.cuda import CudaStorage
+
+    return CudaStorage(block.ptr + offset, nbytes, block.device, owner=block)
+
+
+def _zero(storage: Any) -> None:
+    if storage.device.type == "cpu":
+        storage.array.fill(0)
+        return
+    from ..memory import cuda
+
+    cuda.check(cuda._driver().cuMemsetD8Async(storage.ptr, 0, storage.nbytes, cuda.current_stream()),
+               "cuMemsetD8Async")

@@ -1,0 +1,107 @@
+"""Execution plans: planned and fused runs equal node-by-node runs; the arena never aliases live values."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from nbx_core.backend import kernel_device_type
+from nbx_core.graph import load
+from nbx_core.graph.export import export_module
+from nbx_core.graph.plan import Plan, Unplanned
+from nbx_core.runtime import arena
+from nbx_core.testing import numeric
+
+from .conftest import write
+from .models import CASES
+from .torch_kernels import torch_registry
+
+pytestmark = pytest.mark.skipif(not numeric(), reason="plans are compared by their values (cpu and cuda backends)")
+
+
+def _outputs(value):
+    return [v.numpy().copy() for v in (value if isinstance(value, tuple) else (value,))]
+
+
+@pytest.mark.parametrize("model", list(CASES))
+def test_planned_and_fused_runs_equal_node_by_node_runs(model, tmp_path):
+    case = CASES[model]()
+    path = export_module(case.module, case.args, tmp_path / f"{model}.nbx", case.dynamic_shapes,
+                         example_kwargs=case.kwargs)
+    modes = {}
+    for name, planning, fusion in (("nodes", False, False), ("planned", True, False), ("fused", True, True)):
+        prog = load(path, device=kernel_device_type())
+        prog.planning, prog.fusion = planning, fusion
+        runs = []
+        for args, kwargs in case.runs * 2:  # the second pass replays the plans the first made
+            runs.append(_outputs(prog(*args, **kwargs)))
+        modes[name] = runs
+        if planning:
+            plan = prog.plan_for(*case.runs[0][0], **case.runs[0][1])
+            assert isinstance(plan, Plan), plan
+    for name in ("planned", "fused"):
+        for got, want in zip(modes[name], modes["nodes"], strict=True):
+            for g, w in zip(got, want, strict=True):
+                np.testing.assert_array_equal(g, w)
+
+
+def test_a_replay_returns_fresh_outputs_and_takes_new_inputs(tmp_path):
+    case = CASES["gpt_block"]()
+    path = export_module(case.module, case.args, tmp_path / "g.nbx", case.dynamic_shapes)
+    prog = load(path, device=kernel_device_type())
+    x1, x2 = torch.randn(2, 5, 32), torch.randn(2, 5, 32)
+    first = prog(x1)
+    second = prog(x2)  # a replay
+    assert isinstance(prog.plan_for(x1), Plan)
+    assert first.storage is not second.storage
+    with torch.no_grad():
+        np.testing.assert_allclose(second.numpy(), case.module(x2).numpy(), rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(first.numpy(), case.module(x1).numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_a_run_steered_by_host_reads_is_not_planned(tmp_path, doc):
+    # y = x * item(sum(x)): the scale is read back to the host during the run.
+    doc["nodes"] = [
+        {"name": "s", "op": "aten::sum.default", "args": [{"ref": "x"}], "kwargs": {}, "outputs": ["s"]},
+        {"name": "v", "op": "aten::_local_scalar_dense.default", "args": [{"ref": "s"}], "kwargs": {},
+         "outputs": ["v"]},
+        {"name": "relu", "op": "aten::mul.Tensor", "args": [{"ref": "x"}, {"ref": "v"}], "kwargs": {},
+         "outputs": ["relu"]},
+    ]
+    prog = load(write(tmp_path / "h.nbx", doc), device=kernel_device_type())
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    np.testing.assert_allclose(prog(x).numpy(), x * x.sum())
+    plan = prog.plan_for(x)
+    assert isinstance(plan, Unplanned) and "host" in plan.reason
+    np.testing.assert_allclose(prog(-x).numpy(), x * x.sum())
+
+
+def test_kernels_that_compute_outside_nbx_are_not_replayed(tmp_path):
+    registry = torch_registry()
+    path = export_module(CASES["gpt_block"]().module, (torch.randn(2, 5, 32),), tmp_path / "t.nbx",
+                         registry=registry)
+    prog = load(path, registry=registry, device="cpu")
+    x1, x2 = np.random.default_rng(0).standard_normal((2, 2, 5, 32), dtype=np.float32)
+    a = prog(x1).numpy().copy()
+    b = prog(x2).numpy().copy()
+    assert isinstance(prog.plan_for(x1), Unplanned)
+    assert not np.array_equal(a, b)
+
+
+@given(st.lists(st.tuples(st.integers(1, 5000), st.integers(0, 40), st.integers(1, 20)), min_size=1, max_size=40))
+def test_the_arena_never_overlaps_buffers_alive_at_once(buffers):
+    sizes = [s for s, _, _ in buffers]
+    lifetimes = [(start, start + length) for _, start, length in buffers]
+    offsets, total = arena.place(sizes, lifetimes)
+    for i in range(len(sizes)):
+        assert offsets[i] % arena.ALIGN == 0 and offsets[i] + sizes[i] <= total
+        for j in range(i):
+            alive_together = lifetimes[i][0] < lifetimes[j][1] and lifetimes[j][0] < lifetimes[i][1]
+            if alive_together:
+                assert offsets[i] + sizes[i] <= offsets[j] or offsets[j] + sizes[j] <= offsets[i]
+    peak = max(sum(-(-sizes[i] // arena.ALIGN) * arena.ALIGN for i in range(len(sizes))
+                   if lifetimes[i][0] <= t < lifetimes[i][1]) for t in range(61))
+    assert total <= 2 * peak
