@@ -155,6 +155,18 @@ _CACHED_BLOCK = 1 << 20
 _CACHE_LIMIT = 1 << 28
 _blocks: dict[tuple[int, int, int], list[int]] = {}
 _cached = [0]  # bytes in _blocks
+_in_use = [0, 0]  # bytes of live storages allocated here, and the most since reset_peak()
+
+
+def memory_in_use() -> tuple[int, int]:
+    """(bytes of NBX's device storages alive now, the most alive at once since :func:`reset_peak`):
+    what tensors hold, not what NBX's block cache or CUDA's pool keep for reuse."""
+    return _in_use[0], _in_use[1]
+
+
+def reset_peak() -> None:
+    """Start :func:`memory_in_use`'s peak again from the bytes alive now."""
+    _in_use[1] = _in_use[0]
 
 
 def empty_cache() -> None:
@@ -215,6 +227,9 @@ class CudaStorage:
             ptr = _alloc(size, index)
         st = cls(ptr, nbytes, device)
         st._size = size
+        _in_use[0] += size
+        if _in_use[0] > _in_use[1]:
+            _in_use[1] = _in_use[0]
         st._captured_in = captured_in
         if zero:
             check(_driver().cuMemsetD8Async(ptr, 0, nbytes, current_stream()), "cuMemsetD8Async")
@@ -224,6 +239,7 @@ class CudaStorage:
         size = self._size
         if not size:
             return
+        _in_use[0] -= size
         captured_in = self._captured_in
         capturing = capture_id()
         # Memory allocated while capturing belongs to the CUDA graph: freeing it inside the same
