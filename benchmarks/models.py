@@ -23,6 +23,7 @@ Results: ``DIR/models.json`` and the chart ``DIR/models.png`` (speed relative to
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import statistics
@@ -155,6 +156,8 @@ def bench_case(key: str, reps: int, folder: Path, ways: tuple[str, ...] = WAYS, 
     if first:
         row["first_run_s"] = _first_run_fresh(path, inputs, folder)
 
+    gc.collect()
+    torch.cuda.empty_cache()
     with torch.inference_mode():
         torch.cuda.reset_peak_memory_stats()
         base = torch.cuda.memory_allocated()
@@ -165,18 +168,20 @@ def bench_case(key: str, reps: int, folder: Path, ways: tuple[str, ...] = WAYS, 
 
     from nbx_core.memory import cuda as nbx_cuda
 
+    gc.collect()  # the programs of the models before, held by reference cycles, free their memory now
     _pool_reset()
     nbx_cuda.reset_peak()
+    before = nbx_cuda.memory_in_use()[0]
     plain = nbx_core.load(path, cuda_graphs=False)
     got = plain(**inputs)  # the first run: node by node, recorded
     torch.cuda.synchronize()
-    row["nbx_first_peak_mb"] = round(nbx_cuda.memory_in_use()[1] / 2**20, 1)
+    row["nbx_first_peak_mb"] = round((nbx_cuda.memory_in_use()[1] - before) / 2**20, 1)
     row["nbx_pool_high_mb"] = round(_pool_high() / 2**20, 1)
     del got
     nbx_cuda.reset_peak()
     got = plain(**inputs)  # a replay of the plan
     torch.cuda.synchronize()
-    row["nbx_peak_mb"] = round(nbx_cuda.memory_in_use()[1] / 2**20, 1)
+    row["nbx_peak_mb"] = round((nbx_cuda.memory_in_use()[1] - before) / 2**20, 1)
     row["error"] = _rel_error(got, want)
     graph = nbx_core.load(path)
     got_graph = graph(**inputs)
