@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -86,7 +86,7 @@ def from_torch(value: Any, device: Any = None) -> Any:
         raw = torch.empty(nbytes, dtype=torch.uint8)
         raw.untyped_storage().copy_(t.untyped_storage())
         storage = HostStorage(raw.numpy().copy())
-        out = NBXTensor(storage, tuple(t.shape), tuple(t.stride()), t.storage_offset(), dt)
+        out = NBXTensor(storage, tuple(t.shape), tuple(t.stride()), int(t.storage_offset()), dt)
         want = device if device is not None else kernel_device_type()
         if str(want).startswith("cuda"):
             out = _to_device_same_layout(out, want)
@@ -101,9 +101,9 @@ def from_torch(value: Any, device: Any = None) -> Any:
 def _to_device_same_layout(t: NBXTensor, device: Any) -> NBXTensor:
     from ..device import as_device
     from ..memory import allocate
+    from ..memory.cuda import CudaStorage
 
-    dev = as_device(device)
-    storage = allocate(t.storage.nbytes, dev)
+    storage = cast(CudaStorage, allocate(t.storage.nbytes, as_device(device)))  # a cuda device's
     storage.copy_from_host(0, t.storage.ptr, t.storage.nbytes)
     return NBXTensor(storage, t.shape, t.stride(), t.storage_offset(), t.dtype)
 

@@ -382,7 +382,7 @@ def _randomize_norms(module: nn.Module) -> nn.Module:
             if isinstance(m, nn.BatchNorm2d | nn.GroupNorm | nn.LayerNorm) and m.weight is not None:
                 m.weight.uniform_(0.5, 1.5)
                 m.bias.uniform_(-0.5, 0.5)
-            if isinstance(m, nn.BatchNorm2d):
+            if isinstance(m, nn.BatchNorm2d) and m.running_mean is not None and m.running_var is not None:
                 m.running_mean.uniform_(-0.5, 0.5)
                 m.running_var.uniform_(0.5, 2.0)
     return module
@@ -605,6 +605,8 @@ def _window_reverse(windows: torch.Tensor, w: int, h: int, wd: int) -> torch.Ten
 class _WindowAttention(nn.Module):
     """Multi-head attention inside windows, plus a learned relative-position bias gathered by index."""
 
+    index: torch.Tensor
+
     def __init__(self, dim: int, heads: int, w: int) -> None:
         super().__init__()
         self.heads, self.scale = heads, (dim // heads) ** -0.5
@@ -678,7 +680,7 @@ class _Swin(nn.Module):
         super().__init__()
         self.patch = nn.Conv2d(3, dim, 4, 4)
         self.patch_norm = nn.LayerNorm(dim)
-        res, layers = image // 4, []
+        res, layers = image // 4, list[nn.Module]()
         for i, (depth, h) in enumerate(zip(depths, heads, strict=True)):
             if i:
                 layers.append(_PatchMerging(dim, res))
