@@ -36,7 +36,7 @@ from ..tensor import NBXTensor
 __all__ = [
     "TOLERANCES", "assert_close", "check_op", "check_raises", "from_torch", "layouts", "make", "numeric",
     "on_other_device",
-    "run_op", "to_torch", "torch_dtype", "untested_names",
+    "registered_by", "run_op", "to_torch", "torch_dtype", "untested_names",
 ]
 
 # (rtol, atol) per dtype: half types round once at the store, so one ulp of the output.
@@ -263,6 +263,18 @@ def check_raises(name: str, *args: Any, match: str | None = None, **kwargs: Any)
             raise AssertionError(f"{name}: error {str(e)!r} does not match {match!r}") from e
         return e
     raise AssertionError(f"{name}: NBX accepted arguments torch refuses")
+
+
+def registered_by(plugin: str) -> list[str]:
+    """The names the process-wide registry has from ``plugin``, sorted. Each is looked up, which
+    imports its module and resolves its target: a target that is missing or not callable raises."""
+    from ..registry import get_registry
+
+    registry = get_registry()
+    names = sorted(e.name for e in registry.entries() if e.plugin == plugin)
+    for name in names:
+        registry.lookup(name)
+    return names
 
 
 def untested_names(names: Iterable[str], test_dir: str | Path) -> list[str]:
