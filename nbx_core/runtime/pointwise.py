@@ -135,8 +135,9 @@ _plans: PlanCache[_Plan] = PlanCache()
 GPU_WARPS = 4
 GPU_THREAD_BYTES = 32
 """On a GPU a program is GPU_WARPS warps, each thread moving GPU_THREAD_BYTES of the widest operand
-(16 bfloat16 or 8 float32: two 16-byte loads). Chosen on the H200 with ``benchmarks/sweep.py``
-over 2^28 elements: gelu and sigmoid 1-8% faster than 2048-element blocks of 8 warps, add the same."""
+(16 bfloat16 or 8 float32: two 16-byte loads). Small programs of wide loads timed as fast as larger
+8-warp blocks for plain arithmetic and faster for the functions that compute more per element
+(``benchmarks/sweep.py``)."""
 
 
 def pointwise(
