@@ -142,45 +142,42 @@ def _pixels(small: int = 32, real: int = 224, real_batch: int = 32) -> Inputs:
     return make
 
 
-class _TextModel(nn.Module):
-    """A transformers encoder called with ids and a padding mask, returning its last hidden state."""
+class _Wrapper(nn.Module):
+    """A transformers model behind a ``forward`` of named tensors that returns one tensor (what
+    torch.export and the zoo's inputs expect); subclasses say how to call it."""
 
     def __init__(self, model: nn.Module) -> None:
         super().__init__()
         self.model = model
+
+
+class _TextModel(_Wrapper):
+    """A transformers encoder called with ids and a padding mask, returning its last hidden state."""
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         return self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
 
 
-class _CausalLM(nn.Module):
+class _CausalLM(_Wrapper):
     """A transformers causal language model without a cache: ids in, logits out."""
-
-    def __init__(self, model: nn.Module) -> None:
-        super().__init__()
-        self.model = model
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
         return self.model(input_ids=input_ids, use_cache=False).logits
 
 
-class _Vision(nn.Module):
+class _Vision(_Wrapper):
     """A transformers vision encoder: pixels in, last hidden state out."""
-
-    def __init__(self, model: nn.Module) -> None:
-        super().__init__()
-        self.model = model
 
     def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
         return self.model(pixel_values=pixel_values).last_hidden_state
 
 
-class _Audio(nn.Module):
+class _Audio(_Wrapper):
     """A transformers audio encoder: features (Whisper) or raw samples (Wav2Vec2) in."""
 
     def __init__(self, model: nn.Module, key: str) -> None:
-        super().__init__()
-        self.model, self.key = model, key
+        super().__init__(model)
+        self.key = key
 
     def forward(self, audio: torch.Tensor) -> torch.Tensor:
         return self.model(**{self.key: audio}).last_hidden_state
