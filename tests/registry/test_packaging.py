@@ -83,6 +83,22 @@ def test_ci_runs_the_readme_test_command():
     assert ci == [command]
 
 
+def test_ci_type_checks_nbx_core_with_the_pinned_mypy():
+    assert " && mypy nbx_core && " in bash_block((REPO / "README.md").read_text(), "## Test it")
+    test_extra = project(REPO)["project"]["optional-dependencies"]["test"]
+    assert [d for d in test_extra if d.startswith("mypy")] and all(
+        re.fullmatch(r"mypy==[\d.]+", d) for d in test_extra if d.startswith("mypy"))
+    assert project(REPO)["tool"]["mypy"]["files"] == ["nbx_core"]
+
+
+def test_ruff_format_and_ruff_check_share_one_line_length_and_pre_commit_pins_ruff():
+    ruff = project(REPO)["tool"]["ruff"]
+    assert ruff["line-length"] == 120 and "format" in ruff and "line-length" not in ruff["format"]
+    hooks = (REPO / ".pre-commit-config.yaml").read_text()
+    assert re.search(r"repo: https://github.com/astral-sh/ruff-pre-commit\n\s+rev: v\d+\.\d+\.\d+\n", hooks)
+    assert "id: ruff-check" in hooks and "id: ruff-format" in hooks
+
+
 def test_the_readme_run_command_is_quiet_and_ends_in_nbx_run():
     command = bash_block((REPO / "README.md").read_text(), "## Run it")
     assert command.startswith("pip install -q ")
