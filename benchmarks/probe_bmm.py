@@ -13,11 +13,12 @@ store-free and load-free variants compute nothing useful on purpose.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import torch
 import triton
 import triton.language as tl
+
+from benchmarks.harness import probe_main
 
 SMS = 132
 
@@ -75,7 +76,6 @@ def _probe_kernel(a_ptr, b_ptr, c_ptr, batches, M, N, K: tl.constexpr,
 
 
 def run(h) -> None:
-    triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
     base = dict(LOADS=1, STORE=1, PERSIST=0, FLATTEN=False)
     variants = [("full", {}), ("no store", dict(STORE=0)), ("no loads", dict(LOADS=0)),
                 ("descriptor store", dict(STORE=2)),
@@ -106,12 +106,5 @@ def run(h) -> None:
                               bytes=2 * batches * (m * k + k * n + m * n), flops=2 * batches * m * n * k)
 
 
-def main(argv: list[str] | None = None) -> int:
-    from benchmarks.harness import probe_main
-
-    return probe_main(__doc__, "bmm", run, argv)
-
-
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).parent.parent))
-    sys.exit(main())
+    sys.exit(probe_main(__doc__, "bmm", run))

@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import math
 import sys
-from pathlib import Path
 
 import torch
 import triton
 import triton.language as tl
 
+from benchmarks.harness import probe_main
 from benchmarks.probe_ws import CAUSAL_SHAPES, _causal_step, _rel_err, _tried
 
 LOG2E = math.log2(math.e)
@@ -88,17 +88,9 @@ def _causal(h, B: int, H: int, S: int, D: int, name: str) -> None:
 
 
 def run(h) -> None:
-    triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
     for shape in CAUSAL_SHAPES:
         _causal(h, *shape)
 
 
-def main(argv: list[str] | None = None) -> int:
-    from benchmarks.harness import probe_main
-
-    return probe_main(__doc__, "causal", run, argv)
-
-
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).parent.parent))
-    sys.exit(main())
+    sys.exit(probe_main(__doc__, "causal", run))

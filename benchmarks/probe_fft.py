@@ -12,7 +12,6 @@ on purpose; the others compute the FFT.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -20,6 +19,8 @@ import triton
 import triton.language as tl
 from nbx_spectral.row_fft import _cmatmul, _load_dft
 from nbx_spectral.tf32 import dot3, split
+
+from benchmarks.harness import probe_main
 
 
 @triton.jit
@@ -122,12 +123,5 @@ def run(h) -> None:
                       bytes=2 * z.numel() * 8)
 
 
-def main(argv: list[str] | None = None) -> int:
-    from benchmarks.harness import probe_main
-
-    return probe_main(__doc__, "fft", run, argv)
-
-
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).parent.parent))
-    sys.exit(main())
+    sys.exit(probe_main(__doc__, "fft", run))

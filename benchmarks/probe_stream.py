@@ -4,11 +4,12 @@ plain grid, persistent grid-stride loops, streaming store hints. python -m bench
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import torch
 import triton
 import triton.language as tl
+
+from benchmarks.harness import probe_main
 
 
 @triton.jit
@@ -53,12 +54,5 @@ def run(h) -> None:
         _probe(h, dtype)
 
 
-def main(argv: list[str] | None = None) -> int:
-    from benchmarks.harness import probe_main
-
-    return probe_main(__doc__, "stream", run, argv, reps=40)
-
-
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).parent.parent))
-    sys.exit(main())
+    sys.exit(probe_main(__doc__, "stream", run, reps=40))

@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import math
 import sys
-from pathlib import Path
 
 import torch
 import triton
 import triton.language as tl
+
+from benchmarks.harness import probe_main
 
 LOG2E = math.log2(math.e)
 CAUSAL_SHAPES = [(4, 32, 4096, 128, "sdpa causal"), (1, 32, 16384, 128, "sdpa long causal")]
@@ -141,19 +142,11 @@ def _bmm(h, batches: int, m: int, n: int, k: int, b_t: bool) -> None:
 
 
 def run(h) -> None:
-    triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
     _bmm(h, 32, 2048, 2048, 128, False)
     _bmm(h, 32, 2048, 2048, 128, True)
     for shape in CAUSAL_SHAPES:
         _causal(h, *shape)
 
 
-def main(argv: list[str] | None = None) -> int:
-    from benchmarks.harness import probe_main
-
-    return probe_main(__doc__, "ws", run, argv)
-
-
 if __name__ == "__main__":
-    sys.path.insert(0, str(Path(__file__).parent.parent))
-    sys.exit(main())
+    sys.exit(probe_main(__doc__, "ws", run))

@@ -85,7 +85,7 @@ def as_shape(op: str, size: object, arg: str = "size") -> tuple[int, ...]:
     if isinstance(size, Sequence) and not isinstance(size, str):
         if len(size) == 1 and isinstance(size[0], Sequence) and not isinstance(size[0], str):
             size = size[0]
-        return tuple(int(s) if hasattr(s, "__index__") else s for s in size)  # type: ignore[union-attr]
+        return tuple(int(s) if hasattr(s, "__index__") else s for s in size)
     raise NbxTypeError(f"{op}: {arg} must be a sequence of ints, got {type(size).__name__}")
 
 

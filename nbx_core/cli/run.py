@@ -190,7 +190,7 @@ def _run(args: argparse.Namespace) -> int:
     print(f"time: {total:.2f} s in all: start-up {max(total - (ran - started), 0.0):.2f} s, "
           f"load + resolve {loaded - started:.2f} s, run {ran - loaded:.2f} s")
     if args.output:
-        np.savez(Path(args.output), **arrays)
+        np.savez(Path(args.output), allow_pickle=False, **arrays)
         print(f"wrote {args.output}")
     else:
         print("outputs not saved: --output OUT.npz writes them")

@@ -79,11 +79,10 @@ def capture(program: Any, *args: Any, **kwargs: Any) -> CapturedProgram:
     names = [s.name for s in program.inputs]
     given = dict(zip(names, args, strict=False))
     given.update(kwargs)
-    static = {s.name: program._as_input(s, given[s.name]).clone() if s.name in given else None
-              for s in program.inputs}
-    missing = [n for n, v in static.items() if v is None]
+    missing = [n for n in names if n not in given]
     if missing:
         raise GraphInputError(f"{program.graph.file}: capture needs every input; missing {missing}")
+    static = {s.name: program._as_input(s, given[s.name]).clone() for s in program.inputs}
     program.run(static, planned=False)  # compile every kernel and settle lazily built state outside the capture
     _cuda.synchronize(program.device)
     driver = _cuda._driver()

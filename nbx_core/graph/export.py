@@ -20,7 +20,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import sympy
@@ -227,7 +227,7 @@ class _Exporter:
         where = f"node {name!r} ({node.target})"
         val = node.meta.get("val")
         if node.target is operator.getitem:
-            env[node] = env[node.args[0]][node.args[1]]
+            env[node] = env[cast(fx.Node, node.args[0])][node.args[1]]  # getitem of a node's value
             return
         is_op = isinstance(node.target, torch._ops.OpOverload)
         if (isinstance(val, (*_SYM_TYPES, int, float, bool)) and not is_op) or (

@@ -138,7 +138,7 @@ class Plan:
 
     def _launch_each(self, st: list[Any]) -> None:
         for op in self.ops:
-            if type(op) is Zero:
+            if isinstance(op, Zero):
                 if op.storage not in self._fresh_zeroed:
                     _zero(st[op.storage])
                 continue

@@ -128,7 +128,7 @@ def copyable_views(graph: Graph) -> frozenset[int]:
             written.append(first.name)
     dirty = {find(name) for name in written}
     return frozenset(node.index for node in graph.nodes
-                     if node.op == VIEW and find(node.outputs[0]) not in dirty)
+                     if node.op == VIEW and node.outputs[0] is not None and find(node.outputs[0]) not in dirty)
 
 
 def _view_or_copy(view: Callable[..., Any], registry: Registry) -> Callable[..., Any]:
@@ -346,6 +346,8 @@ class Program:
         """How a run on these inputs goes: the pattern fusions, and the plan's launches, fused
         kernels and memory, or why the run is not planned. Plans the signature first if needed
         (which runs the program once, or on the aot backend compiles it)."""
+        from .plan import Plan
+
         about: dict[str, Any] = {"nodes": len(self.graph.nodes), "patterns": _pattern_counts(self.fusions)}
         if not self.planning:
             return about | {"planned": False, "reason": "planning is off (planning=False)"}
@@ -356,9 +358,10 @@ class Program:
             else:
                 self(*args, **kwargs)
             plan = self.plan_for(*args, **kwargs)
-        if not hasattr(plan, "describe"):  # Unplanned
-            return about | {"planned": False, "reason": plan.reason}
-        return about | {"planned": True, **plan.describe()}
+        if isinstance(plan, Plan):
+            return about | {"planned": True, **plan.describe()}
+        assert plan is not None, "a run with planning on records its signature's plan or why it has none"
+        return about | {"planned": False, "reason": plan.reason}
 
     def _run_nodes(self, inputs: dict[str, Any], dims: _Dims, recorder: Recorder | None = None,
                    ) -> dict[str, NBXTensor]:

@@ -260,7 +260,7 @@ def parse_document(doc: Any, path: Path) -> Graph:
                                   _dtype(_get(spec, "dtype", str, where), where), shape))  # type: ignore[arg-type]
 
     raw_nodes = _get(doc, "nodes", list, str(file))
-    later = {}
+    later: dict[str, int] = {}
     for i, raw in enumerate(raw_nodes):
         for out in raw.get("outputs", []) if isinstance(raw, dict) and isinstance(raw.get("outputs"), list) else []:
             if isinstance(out, str):

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..device import Device
 from . import events
 from .host import HostStorage
+
+if TYPE_CHECKING:
+    from .cuda import CudaStorage
 
 __all__ = ["HostStorage", "Storage", "allocate"]
 
 Storage = HostStorage  # the protocol every storage follows; CudaStorage lives in memory.cuda
 
 
-def allocate(nbytes: int, device: Device, zero: bool = False):
+def allocate(nbytes: int, device: Device, zero: bool = False) -> HostStorage | CudaStorage:
     """A new storage of ``nbytes`` on ``device``; ``zero`` fills it with zero bytes."""
+    st: HostStorage | CudaStorage
     if device.type == "cpu":
         st = HostStorage.allocate(nbytes, zero=zero)
     else:

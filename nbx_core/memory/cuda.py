@@ -182,6 +182,11 @@ def empty_cache() -> None:
                 driver.cuMemFreeAsync(ptr, stream)
 
 
+def ordinal(device: Device | None) -> int:
+    """The CUDA device number of ``device``: a cuda Device always carries one; None means device 0."""
+    return (device.index or 0) if device is not None else 0
+
+
 def _alloc(nbytes: int, index: int) -> int:
     driver = _driver()
     stream = current_stream()
@@ -208,7 +213,7 @@ class CudaStorage:
 
     @classmethod
     def allocate(cls, nbytes: int, device: Device, zero: bool = False) -> CudaStorage:
-        index = device.index
+        index = ordinal(device)
         if getattr(_thread, "index", None) != index:
             ensure_context(index)
         if nbytes == 0:
@@ -248,12 +253,12 @@ class CudaStorage:
             return
         stream = current_stream()
         if capturing is None and size <= _CACHED_BLOCK and _cached[0] + size <= _CACHE_LIMIT:
-            _blocks.setdefault((self.device.index, stream, size), []).append(self.ptr)
+            _blocks.setdefault((ordinal(self.device), stream, size), []).append(self.ptr)
             _cached[0] += size
             return
         try:
-            if getattr(_thread, "index", None) != self.device.index:
-                ensure_context(self.device.index)
+            if getattr(_thread, "index", None) != ordinal(self.device):
+                ensure_context(ordinal(self.device))
             _driver().cuMemFreeAsync(self.ptr, stream)
         except Exception:  # interpreter shutdown: the driver module may be gone, the context too
             pass
@@ -263,21 +268,21 @@ class CudaStorage:
 
     def copy_from_host(self, dst_offset: int, src_ptr: int, nbytes: int) -> None:
         if nbytes:
-            ensure_context(self.device.index)
+            ensure_context(ordinal(self.device))
             check(_driver().cuMemcpyHtoD(self.ptr + dst_offset, src_ptr, nbytes), "host-to-device copy")
             events.on_host_write(self)
 
     def copy_to_host(self, src_offset: int, dst_ptr: int, nbytes: int) -> None:
         if nbytes:
             events.on_host_read(self, "a device-to-host copy")
-            ensure_context(self.device.index)
+            ensure_context(ordinal(self.device))
             check(_driver().cuMemcpyDtoH(dst_ptr, self.ptr + src_offset, nbytes), "device-to-host copy")
             _after_host_wait()
 
 
 def synchronize(device: Device | None = None) -> None:
     """Wait for every kernel queued on the NBX stream."""
-    ensure_context(device.index if device is not None else 0)
+    ensure_context(ordinal(device))
     check(_driver().cuCtxSynchronize(), "cuCtxSynchronize")
     _after_host_wait()
 

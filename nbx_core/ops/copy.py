@@ -276,7 +276,7 @@ def to(self: NBXTensor, *args: Any, **kwargs: Any) -> NBXTensor:
     return converted("to", self, **to_arguments("to", args, kwargs, int_is_dtype=True))
 
 
-def scalar_value(op: str, value: Any, dtype: D.DType) -> bool | int | float:
+def scalar_value(op: str, value: Any, dtype: D.DType) -> bool | int | float | complex:
     """A fill value as the Python number a kernel is given, checked against ``dtype``."""
     if isinstance(value, NBXTensor):
         if value.numel() != 1 or value.ndim != 0:
@@ -315,10 +315,10 @@ def fill_(self: NBXTensor, value: Any) -> NBXTensor:
         _kernel_side("fill_", self)
         self.numpy()[...] = v
         return self
-    if self.dtype.is_complex:
-        v = complex(v)
-        fill_into(views.real(self), v.real)
-        fill_into(views.imag(self), v.imag)
+    if self.dtype.is_complex or isinstance(v, complex):  # scalar_value gives a complex for a complex dtype only
+        c = complex(v)
+        fill_into(views.real(self), c.real)
+        fill_into(views.imag(self), c.imag)
     else:
         fill_into(self, v)
     return self

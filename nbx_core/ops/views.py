@@ -436,7 +436,7 @@ def tensor_split(self: NBXTensor, indices_or_sections: Any, dim: int = 0) -> tup
     if isinstance(ios, NBXTensor):
         if ios.dtype.kind not in "iu" or ios.ndim > 1:
             raise NbxTypeError("tensor_split: a tensor indices_or_sections must be a 0-dim or 1-dim integer tensor")
-        ios = int(ios.item()) if ios.ndim == 0 else [int(v) for v in ios.numpy().tolist()]
+        ios = int(ios) if ios.ndim == 0 else [int(v) for v in ios.numpy().tolist()]
     if isinstance(ios, int):
         if ios <= 0:
             raise NbxValueError(f"tensor_split: number of sections must be larger than 0, got {ios}")

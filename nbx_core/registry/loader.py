@@ -35,7 +35,7 @@ from importlib import metadata
 
 from .. import opnames
 from ..errors import PluginLoadError, RegistryConfigError, RegistryError
-from .registry import CORE_PLUGIN, PluginInfo, Provenance, Registry, plugin_load_error
+from .registry import CORE_PLUGIN, PluginInfo, PluginStatus, Provenance, Registry, plugin_load_error
 
 ENTRY_POINT_GROUP = "nbx.plugins"
 OPT_IN_GROUP = "nbx.plugins.opt_in"
@@ -176,7 +176,7 @@ def discover_plugins(path: Sequence[str] | None = None) -> dict[str, list[Discov
     ``path`` (default ``sys.path``). A list longer than one is a clash."""
     found: dict[str, list[DiscoveredPlugin]] = {}
     seen: set[str] = set()
-    for dist in metadata.distributions(**({} if path is None else {"path": list(path)})):
+    for dist in metadata.distributions() if path is None else metadata.distributions(path=list(path)):
         name = dist.metadata["Name"]
         key = opnames.normalize_distribution(name or "")
         if key in seen:  # the same distribution further down the path is shadowed, as importlib does
@@ -249,9 +249,9 @@ def _record_clash(registry: Registry, candidates: list[DiscoveredPlugin], reason
     )
     for plugin in candidates:
         # A disabled clash is harmless: the user has already chosen to load neither.
-        status, err = ("disabled", None) if reason else ("failed", error)
+        status: PluginStatus = "disabled" if reason else "failed"
         registry.record_plugin(
-            PluginInfo(plugin.name, plugin.distribution, plugin.version, 0, status, reason, err)
+            PluginInfo(plugin.name, plugin.distribution, plugin.version, 0, status, reason, None if reason else error)
         )
 
 

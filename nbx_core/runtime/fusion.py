@@ -130,7 +130,7 @@ def fuse(trace: Trace, protected: set[int]) -> dict[str, int]:
     """Fuse ``trace``'s elementwise chains in place; ``protected`` storages (the run's outputs) are
     never made intermediates. Returns counts: launches removed, fused elementwise kernels made,
     epilogues given to other kernels."""
-    ops = trace.ops
+    ops: list[Any] = trace.ops
     parsed = [_parse(op, pos) if isinstance(op, Launch) else None for pos, op in enumerate(ops)]
     refs: dict[int, int] = {}  # storage -> how many ops touch it
     for op, group in zip(ops, parsed, strict=True):
@@ -185,8 +185,8 @@ def _absorb(group: Group, groups: dict[int, Group], writer: dict[int, int], ops:
     while k < len(group.loads):
         load = group.loads[k]
         s = load.arg.storage
-        p = writer.get(s)
-        ok = (p is not None and p not in removed and trace.storages[s].kind == "temp" and s not in protected
+        p = writer.get(s, -1)  # -1: no launch of the trace wrote it
+        ok = (p >= 0 and p not in removed and trace.storages[s].kind == "temp" and s not in protected
               and refs.get(s, 0) == 2 and _dense(load))
         producer = groups.get(p) if ok else None
         if producer is not None and _can_merge(group, producer, load, ops, removed, p, pos):
@@ -398,8 +398,9 @@ def _epilogue_args(group: Group) -> tuple:
 
 def _with_epilogue(group: Group, op: Launch) -> Launch:
     """``op`` running ``group`` as its epilogue; its own output's placeholders become the group's."""
-    out_pos, _ = _epilogue_output(op)
-    dropped = op.args[out_pos].storage
+    output = _epilogue_output(op)
+    assert output is not None, "only a launch that takes an epilogue is given one"
+    dropped = op.args[output[0]].storage
     args, kwargs = op.kernel.nbx_epilogue.attach(op.args, op.kwargs, kernel_for(_epilogue_source(group)),
                                                  _epilogue_args(group))
     args = [group.sink.arg if type(a) is TensorArg and a.storage == dropped else a for a in args]
@@ -442,6 +443,7 @@ def kernel_for(source: str) -> Any:
             os.replace(tmp, path)
         name = f"nbx_fused_{digest}"
         spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None, "a .py file always has a source loader"
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         spec.loader.exec_module(module)

@@ -372,7 +372,7 @@ class Prepared:
             observer.launched(self.kernel, self.grid, tuple(self._full(values)), self.kwargs)
         _cuda.ensure_context(0)  # a no-op unless this thread has not launched yet
         raw = self.raw.copy()  # a copy per call: threads may launch one plan at once
-        key = []
+        parts: list[Any] = []
         last = ptr = None
         for pos, v in zip(self.varying, values, strict=True):
             if v is last:  # a tensor passed again (pointwise's unused slots): same pointer, same key
@@ -380,11 +380,11 @@ class Prepared:
             elif type(v) is NBXTensor:
                 last = v
                 ptr = raw[pos] = _device_ptr(v)
-                key.append((v.dtype, ptr & 15 == 0))
+                parts.append((v.dtype, ptr & 15 == 0))
             else:
                 raw[pos] = v
-                key.append(_spec(v))
-        key = tuple(key)
+                parts.append(_spec(v))
+        key = tuple(parts)
         compiled = self.variants.get(key)
         if compiled is None:
             args = self._full(values)

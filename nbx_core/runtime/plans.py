@@ -15,7 +15,7 @@ from ..tensor import NBXTensor
 P = TypeVar("P")
 
 
-def geometry(value: Any) -> Hashable:
+def geometry(value: Any) -> tuple[Any, ...] | type:
     """What a plan may depend on of an operand: a tensor's dtype, shape, strides and device;
     a number's type."""
     if type(value) is NBXTensor:

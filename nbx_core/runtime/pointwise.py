@@ -31,7 +31,7 @@ from ..memory import allocate
 from ..shape import broadcast_shapes, broadcast_strides, coalesce, contiguous_strides, numel
 from ..tensor import ZERO_NEW, NBXTensor, check_device
 from .kernels.copy import cast_to
-from .kernels.indexing import block_indices, needs_int64, offsets
+from .kernels.indexing import Strided, block_indices, needs_int64, offsets
 from .launch import BACKEND, block_size, cdiv, prepare
 from .plans import PlanCache, geometry
 
@@ -135,8 +135,9 @@ _plans: PlanCache[_Plan] = PlanCache()
 GPU_WARPS = 4
 GPU_THREAD_BYTES = 32
 """On a GPU a program is GPU_WARPS warps, each thread moving GPU_THREAD_BYTES of the widest operand
-(16 bfloat16 or 8 float32: two 16-byte loads). Chosen on the H200 with ``benchmarks/sweep.py``
-over 2^28 elements: gelu and sigmoid 1-8% faster than 2048-element blocks of 8 warps, add the same."""
+(16 bfloat16 or 8 float32: two 16-byte loads). Small programs of wide loads timed as fast as larger
+8-warp blocks for plain arithmetic and faster for the functions that compute more per element
+(``benchmarks/sweep.py``)."""
 
 
 def pointwise(
@@ -243,7 +244,7 @@ def _make_plan(op: str, fn: Any, operands: tuple, dtype: D.DType | None, compute
     widest = max(result.itemsize, *(t.dtype.itemsize for t in tensors))
     block = block_size(n, gpu=GPU_WARPS * 32 * max(GPU_THREAD_BYTES // widest, 1))
     # int64 offsets when any operand's reach (or the output's) can pass 2**31
-    reach = [_Reach(shape, out_strides), *tensors]
+    reach: list[Strided] = [_Reach(shape, out_strides), *tensors]
     run = prepare(
         _pointwise_kernel, (cdiv(n, block),), args, varying, FN=fn,
         ARITY=len(operands), KINDS=tuple(kinds), COMPUTE=tl_dtype(comp), NDIM=len(cshape),

@@ -15,6 +15,7 @@ be replayed: the recorder keeps the first such event as :attr:`Trace.unreplayabl
 from __future__ import annotations
 
 import weakref
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -95,7 +96,7 @@ class Trace:
 class Recorder:
     """Records one run on this thread: ``with Recorder(inputs) as rec: ...; trace = rec.trace``."""
 
-    def __init__(self, inputs: list[Any], known: list[Any] = ()) -> None:
+    def __init__(self, inputs: list[Any], known: Iterable[Any] = ()) -> None:
         self.trace = Trace()
         self._ids: dict[int, int] = {}  # id(storage) -> index, for storages alive or held
         self._hold: list[Any] = []  # strong refs to storages classed "const" (their ids stay valid)
@@ -140,7 +141,7 @@ class Recorder:
         index = self._new(storage, StorageInfo("temp", storage.nbytes, storage.device, start=len(self.trace.ops),
                                                zero=zero))
         key = id(storage)
-        self._live_temps[index] = weakref.ref(storage, lambda _, i=index, k=key: self._freed(i, k))
+        self._live_temps[index] = weakref.ref(storage, lambda _: self._freed(index, key))
         if zero:
             self.trace.ops.append(Zero(index))
 

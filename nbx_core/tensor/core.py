@@ -183,15 +183,21 @@ class NBXTensor(TensorMethods):
         return bool(self.item())
 
     def __int__(self) -> int:
-        return int(self.item())
+        return int(self._real_item("int"))
 
     def __float__(self) -> float:
-        return float(self.item())
+        return float(self._real_item("float"))
 
     def __index__(self) -> int:
         if not self.dtype.is_integral or self.numel() != 1:
             raise NbxTypeError("only one-element integer tensors can be used as an index")
-        return int(self.item())
+        return int(self._real_item("an index"))
+
+    def _real_item(self, to: str) -> bool | int | float:
+        value = self.item()
+        if isinstance(value, complex):
+            raise NbxTypeError(f"a {self.dtype} tensor cannot be converted to {to}: take its real part or abs first")
+        return value
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         arr = self.numpy()

@@ -12,7 +12,7 @@ Python data, lives with the class in :mod:`nbx_core.tensor.core`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..registry import get_registry
 
@@ -53,6 +53,11 @@ class TensorMethods:
     """The ops NBXTensor offers as methods, properties and operators."""
 
     __slots__ = ()
+
+    if TYPE_CHECKING:  # NBXTensor's; declared for the methods below that read it
+
+        @property
+        def ndim(self) -> int: ...
 
     # -- views (nbx-core: nbx_core.ops.views) --------------------------------------------------------
     view = _method("aten::view")

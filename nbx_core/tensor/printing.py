@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import numpy as np
 
 from .. import dtypes as D
@@ -10,7 +12,7 @@ _DEFAULT = {"float32", "int64", "bool", "complex64"}
 _LIMIT = 1000  # beyond this many elements, summarise with "..." as torch does
 
 
-def _float_mode(arr: np.ndarray) -> str:
+def _float_mode(arr: np.ndarray) -> Literal["maxprec", "fixed"]:
     # torch prints "1." for integral floats and four decimals as soon as one value has a fraction.
     if arr.dtype.kind != "f" or arr.size == 0:
         return "maxprec"

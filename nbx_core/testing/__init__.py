@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -36,7 +36,7 @@ from ..tensor import NBXTensor
 __all__ = [
     "TOLERANCES", "assert_close", "check_op", "check_raises", "from_torch", "layouts", "make", "numeric",
     "on_other_device",
-    "run_op", "to_torch", "torch_dtype", "untested_names",
+    "registered_by", "run_op", "to_torch", "torch_dtype", "untested_names",
 ]
 
 # (rtol, atol) per dtype: half types round once at the store, so one ulp of the output.
@@ -86,7 +86,7 @@ def from_torch(value: Any, device: Any = None) -> Any:
         raw = torch.empty(nbytes, dtype=torch.uint8)
         raw.untyped_storage().copy_(t.untyped_storage())
         storage = HostStorage(raw.numpy().copy())
-        out = NBXTensor(storage, tuple(t.shape), tuple(t.stride()), t.storage_offset(), dt)
+        out = NBXTensor(storage, tuple(t.shape), tuple(t.stride()), int(t.storage_offset()), dt)
         want = device if device is not None else kernel_device_type()
         if str(want).startswith("cuda"):
             out = _to_device_same_layout(out, want)
@@ -101,9 +101,9 @@ def from_torch(value: Any, device: Any = None) -> Any:
 def _to_device_same_layout(t: NBXTensor, device: Any) -> NBXTensor:
     from ..device import as_device
     from ..memory import allocate
+    from ..memory.cuda import CudaStorage
 
-    dev = as_device(device)
-    storage = allocate(t.storage.nbytes, dev)
+    storage = cast(CudaStorage, allocate(t.storage.nbytes, as_device(device)))  # a cuda device's
     storage.copy_from_host(0, t.storage.ptr, t.storage.nbytes)
     return NBXTensor(storage, t.shape, t.stride(), t.storage_offset(), t.dtype)
 
@@ -263,6 +263,18 @@ def check_raises(name: str, *args: Any, match: str | None = None, **kwargs: Any)
             raise AssertionError(f"{name}: error {str(e)!r} does not match {match!r}") from e
         return e
     raise AssertionError(f"{name}: NBX accepted arguments torch refuses")
+
+
+def registered_by(plugin: str) -> list[str]:
+    """The names the process-wide registry has from ``plugin``, sorted. Each is looked up, which
+    imports its module and resolves its target: a target that is missing or not callable raises."""
+    from ..registry import get_registry
+
+    registry = get_registry()
+    names = sorted(e.name for e in registry.entries() if e.plugin == plugin)
+    for name in names:
+        registry.lookup(name)
+    return names
 
 
 def untested_names(names: Iterable[str], test_dir: str | Path) -> list[str]:

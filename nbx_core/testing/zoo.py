@@ -142,45 +142,42 @@ def _pixels(small: int = 32, real: int = 224, real_batch: int = 32) -> Inputs:
     return make
 
 
-class _TextModel(nn.Module):
-    """A transformers encoder called with ids and a padding mask, returning its last hidden state."""
+class _Wrapper(nn.Module):
+    """A transformers model behind a ``forward`` of named tensors that returns one tensor (what
+    torch.export and the zoo's inputs expect); subclasses say how to call it."""
 
     def __init__(self, model: nn.Module) -> None:
         super().__init__()
         self.model = model
+
+
+class _TextModel(_Wrapper):
+    """A transformers encoder called with ids and a padding mask, returning its last hidden state."""
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         return self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
 
 
-class _CausalLM(nn.Module):
+class _CausalLM(_Wrapper):
     """A transformers causal language model without a cache: ids in, logits out."""
-
-    def __init__(self, model: nn.Module) -> None:
-        super().__init__()
-        self.model = model
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
         return self.model(input_ids=input_ids, use_cache=False).logits
 
 
-class _Vision(nn.Module):
+class _Vision(_Wrapper):
     """A transformers vision encoder: pixels in, last hidden state out."""
-
-    def __init__(self, model: nn.Module) -> None:
-        super().__init__()
-        self.model = model
 
     def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
         return self.model(pixel_values=pixel_values).last_hidden_state
 
 
-class _Audio(nn.Module):
+class _Audio(_Wrapper):
     """A transformers audio encoder: features (Whisper) or raw samples (Wav2Vec2) in."""
 
     def __init__(self, model: nn.Module, key: str) -> None:
-        super().__init__()
-        self.model, self.key = model, key
+        super().__init__(model)
+        self.key = key
 
     def forward(self, audio: torch.Tensor) -> torch.Tensor:
         return self.model(**{self.key: audio}).last_hidden_state
@@ -382,7 +379,7 @@ def _randomize_norms(module: nn.Module) -> nn.Module:
             if isinstance(m, nn.BatchNorm2d | nn.GroupNorm | nn.LayerNorm) and m.weight is not None:
                 m.weight.uniform_(0.5, 1.5)
                 m.bias.uniform_(-0.5, 0.5)
-            if isinstance(m, nn.BatchNorm2d):
+            if isinstance(m, nn.BatchNorm2d) and m.running_mean is not None and m.running_var is not None:
                 m.running_mean.uniform_(-0.5, 0.5)
                 m.running_var.uniform_(0.5, 2.0)
     return module
@@ -605,6 +602,8 @@ def _window_reverse(windows: torch.Tensor, w: int, h: int, wd: int) -> torch.Ten
 class _WindowAttention(nn.Module):
     """Multi-head attention inside windows, plus a learned relative-position bias gathered by index."""
 
+    index: torch.Tensor
+
     def __init__(self, dim: int, heads: int, w: int) -> None:
         super().__init__()
         self.heads, self.scale = heads, (dim // heads) ** -0.5
@@ -678,7 +677,7 @@ class _Swin(nn.Module):
         super().__init__()
         self.patch = nn.Conv2d(3, dim, 4, 4)
         self.patch_norm = nn.LayerNorm(dim)
-        res, layers = image // 4, []
+        res, layers = image // 4, list[nn.Module]()
         for i, (depth, h) in enumerate(zip(depths, heads, strict=True)):
             if i:
                 layers.append(_PatchMerging(dim, res))

@@ -1,27 +1,18 @@
-"""nbx-attention registers exactly its family's names, each with a conformance test here."""
+"""nbx-attention registers exactly the names of its op list, and each has a conformance test here."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from nbx_attention.plugin import NAMES
+from nbx_core.opnames import opset
+from nbx_core.testing import registered_by, untested_names
 
-from nbx_core.registry import get_registry
-from nbx_core.testing import untested_names
-
-OPLIST = Path(__file__).resolve().parents[2] / "nbx_core" / "oplists" / "attention.txt"
+FAMILY = "attention"
 
 
-def test_registers_the_family_op_list():
-    want = {line.strip() for line in OPLIST.read_text().splitlines() if line.strip()}
-    assert set(NAMES) == want
-
-
-def test_every_name_resolves_to_a_callable():
-    reg = get_registry()
-    for name in NAMES:
-        assert callable(reg.lookup(name)), name
+def test_registers_exactly_its_op_list():
+    assert registered_by(FAMILY) == sorted(opset(FAMILY))
 
 
 def test_every_registered_name_has_a_test():
-    assert untested_names(NAMES, Path(__file__).parent) == []
+    assert untested_names(opset(FAMILY), Path(__file__).parent) == []

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
@@ -18,24 +16,10 @@ from nbx_core.testing import (
     make,
     numeric,
     run_op,
-    untested_names,
 )
 
 FLOATS = ["float32", "float16", "bfloat16", "float64"]
 ALL = [*FLOATS, "int64", "int32", "int16", "int8", "uint8", "bool"]
-CORE_NAMES = Path(__file__).parents[2].joinpath("nbx_core/oplists/core.txt").read_text().split()
-
-
-def test_every_core_name_is_tested():
-    assert untested_names(CORE_NAMES, Path(__file__).parent) == []
-
-
-def test_every_core_name_is_registered():
-    from nbx_core.registry import get_registry
-
-    reg = get_registry()
-    missing = [n for n in CORE_NAMES if reg.resolve(n).plugin != "core"]
-    assert missing == []
 
 
 @pytest.mark.parametrize("layout", ["contiguous", "transposed", "stepped", "expanded"])

@@ -52,6 +52,14 @@ def test_item_bool_len_iter():
     assert [r.tolist() for r in x] == [[1, 2], [3, 4]]
 
 
+def test_int_and_float_of_a_complex_tensor_name_the_dtype():
+    z = nbx_core.tensor([1.5 + 2j])
+    assert int(nbx_core.tensor([2.5])) == 2 and float(nbx_core.tensor([3])) == 3.0
+    for convert, target in ((int, "int"), (float, "float")):
+        with pytest.raises(NbxTypeError, match=f"complex64 tensor cannot be converted to {target}: take its real"):
+            convert(z)
+
+
 def test_repr_like_torch():
     assert repr(nbx_core.tensor([1.0, 2.0])) == "tensor([1., 2.])"
     assert repr(nbx_core.tensor([1, 2], dtype="int32")) == "tensor([1, 2], dtype=int32)"

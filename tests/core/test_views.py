@@ -92,22 +92,24 @@ def test_chains_match_torch(t, data):
         same_view(nb, t)
 
 
+def torch_or_refused(torch_op, nbx_op) -> torch.Tensor | None:
+    """``torch_op()``, or None once ``nbx_op()`` has refused what torch refuses."""
+    try:
+        return torch_op()
+    except RuntimeError:
+        with pytest.raises(NbxError):
+            nbx_op()
+        return None
+
+
 @given(strided(), st.lists(st.integers(-1, 6), min_size=1, max_size=4))
 def test_view_and_reshape_match_torch(t, shape):
     nb = from_torch(t)
-    try:
-        want = t.view(shape)
-    except RuntimeError:
-        with pytest.raises(NbxError):
-            views.view(nb, shape)
-    else:
+    want = torch_or_refused(lambda: t.view(shape), lambda: views.view(nb, shape))
+    if want is not None:
         same_view(views.view(nb, shape), want)
-    try:
-        want = t.reshape(shape)
-    except RuntimeError:
-        with pytest.raises(NbxError):
-            views.reshape(nb, shape)
-    else:
+    want = torch_or_refused(lambda: t.reshape(shape), lambda: views.reshape(nb, shape))
+    if want is not None:
         got = views.reshape(nb, shape)
         np.testing.assert_array_equal(to_torch(got).numpy(), want.numpy())
         assert got.shape == tuple(want.shape)

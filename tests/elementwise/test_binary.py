@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from nbx_core.testing import check_op, check_raises, layouts, make
+from nbx_core.errors import DeviceError
+from nbx_core.registry import get_registry
+from nbx_core.testing import check_op, check_raises, from_torch, layouts, make, on_other_device
 
 FLOATS = ("float32", "float16", "bfloat16")
 SPECIAL = torch.tensor([float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1e-7, 3.0,
@@ -174,3 +176,10 @@ def test_errors():
     check_raises("aten::div", x, x, rounding_mode="round", match="rounding_mode")
     check_raises("aten::remainder", make((3,), "bool"), make((3,), "bool"), match="bool")
     check_raises("aten::atan2", x, 2.0, match="'other' must be a tensor")
+
+
+def test_mixed_devices_are_refused():
+    a = from_torch(make((3,)))
+    b = on_other_device(from_torch(make((3,))))
+    with pytest.raises(DeviceError, match="aten::add"):
+        get_registry().call("aten::add", a, b)

@@ -115,3 +115,9 @@ def test_masked_fill():
     check_raises("aten::masked_fill", x, m, torch.ones(2), match="0-dimensional")
     check_op("aten::masked_fill", x, make((2, 3, 4), "bool"), 1.0)
     check_raises("aten::masked_fill", x, make((2, 4), "bool"), 1.0, match="broadcast")
+
+
+def test_clip_is_clamp():
+    from nbx_elementwise import comparison
+
+    assert comparison.clip is comparison.clamp

@@ -52,121 +52,86 @@ def test_non_finite_literal_is_not_json(graph):
         read_graph(graph)
 
 
-def test_unknown_schema_version(graph):
-    _rewrite(graph, lambda d: d.update(version=7))
-    with pytest.raises(GraphVersionError, match=r"graph\.json: schema version 7 is not supported.*reads version 1"):
-        read_graph(graph)
-
-
-def test_not_an_nbx_graph(graph):
-    _rewrite(graph, lambda d: d.update(format="onnx"))
-    with pytest.raises(GraphVersionError, match="not an NBX graph"):
-        read_graph(graph)
-
-
 def test_not_a_directory(tmp_path):
     with pytest.raises(GraphFormatError, match="not a graph directory"):
         read_graph(tmp_path / "nope.nbx")
 
 
-def test_undefined_value(graph):
-    _rewrite(graph, lambda d: d["nodes"][1]["args"].__setitem__(1, {"ref": "bias"}))
-    with pytest.raises(GraphReferenceError,
-                       match=r"graph\.json: node 1 'add' \(aten::add\.Tensor\): arg 1: refers to undefined value "
-                             "'bias'"):
-        read_graph(graph)
+# name -> (edit of graph.json, error, what its message says)
+MALFORMED = {
+    "unknown_schema_version": (
+        lambda d: d.update(version=7),
+        GraphVersionError, r"graph\.json: schema version 7 is not supported.*reads version 1"),
+    "not_an_nbx_graph": (
+        lambda d: d.update(format="onnx"),
+        GraphVersionError, "not an NBX graph"),
+    "undefined_value": (
+        lambda d: d["nodes"][1]["args"].__setitem__(1, {"ref": "bias"}),
+        GraphReferenceError, r"graph\.json: node 1 'add' \(aten::add\.Tensor\): arg 1: refers to undefined value "
+        "'bias'"),
+    "value_defined_later": (
+        lambda d: d["nodes"][0]["args"].__setitem__(0, {"ref": "relu"}),
+        GraphReferenceError, r"node 0 'mul'.*'relu'; it is defined later, by node 2"),
+    "output_undefined": (
+        lambda d: d["outputs"][0].update(name="ghost"),
+        GraphReferenceError, r"output 'ghost': refers to undefined value 'ghost'"),
+    "duplicate_value": (
+        lambda d: d["nodes"][1].update(outputs=["mul"]),
+        GraphFormatError, r"node 1 'add'.*'mul' is defined twice \(first as an output of node 0"),
+    "wrong_arity_known_op": (
+        lambda d: d["nodes"][2].update(op="aten::native_layer_norm.default", outputs=["relu", "mean"]),
+        GraphArityError, r"node 2 'relu'.*declares 2 outputs but aten::native_layer_norm"
+        r"\.default returns 3"),
+    "no_outputs": (
+        lambda d: d["nodes"][0].update(outputs=[]),
+        GraphArityError, "node 0 'mul'.*declares no outputs"),
+    "bad_op_name": (
+        lambda d: d["nodes"][0].update(op="mul"),
+        GraphFormatError, r"node 0 'mul' \(mul\).*not a valid op name"),
+    "bad_argument_tag": (
+        lambda d: d["nodes"][0]["args"].append({"tensor": [1, 2]}),
+        GraphFormatError, r"node 0 'mul'.*unknown tag"),
+    "missing_key": (
+        lambda d: d["nodes"][0].pop("kwargs"),
+        GraphFormatError, r"node 0 'mul'.*missing key 'kwargs'"),
+    "unknown_dtype": (
+        lambda d: d["inputs"][0].update(dtype="complex128"),
+        GraphFormatError, r"input 'x'.*unknown dtype 'complex128'"),
+    "undeclared_symbol": (
+        lambda d: d["inputs"][0].update(shape=["seq", 4]),
+        GraphFormatError, r"input 'x'.*undeclared symbols \['seq'\]"),
+    "bad_symbolic_expression": (
+        lambda d: d["nodes"][0]["args"].append({"sym": "__import__('os')"}),
+        GraphFormatError, "is not a symbolic int expression"),
+}
 
 
-def test_value_defined_later(graph):
-    _rewrite(graph, lambda d: d["nodes"][0]["args"].__setitem__(0, {"ref": "relu"}))
-    with pytest.raises(GraphReferenceError, match=r"node 0 'mul'.*'relu'; it is defined later, by node 2"):
-        read_graph(graph)
-
-
-def test_output_undefined(graph):
-    _rewrite(graph, lambda d: d["outputs"][0].update(name="ghost"))
-    with pytest.raises(GraphReferenceError, match=r"output 'ghost': refers to undefined value 'ghost'"):
-        read_graph(graph)
-
-
-def test_duplicate_value(graph):
-    _rewrite(graph, lambda d: d["nodes"][1].update(outputs=["mul"]))
-    with pytest.raises(GraphFormatError, match=r"node 1 'add'.*'mul' is defined twice \(first as an output of node 0"):
-        read_graph(graph)
-
-
-def test_wrong_arity_known_op(graph):
-    def edit(d):
-        d["nodes"][2].update(op="aten::native_layer_norm.default", outputs=["relu", "mean"])
+@pytest.mark.parametrize(("edit", "error", "match"), list(MALFORMED.values()), ids=list(MALFORMED))
+def test_a_malformed_document_names_the_file_and_the_place(graph, edit, error, match):
     _rewrite(graph, edit)
-    with pytest.raises(GraphArityError, match=r"node 2 'relu'.*declares 2 outputs but aten::native_layer_norm"
-                                              r"\.default returns 3"):
+    with pytest.raises(error, match=match):
         read_graph(graph)
 
 
-def test_no_outputs(graph):
-    _rewrite(graph, lambda d: d["nodes"][0].update(outputs=[]))
-    with pytest.raises(GraphArityError, match="node 0 'mul'.*declares no outputs"):
-        read_graph(graph)
+# name -> (change to the weights written, their dtypes, what the error says)
+BAD_WEIGHTS = {
+    "missing_from_safetensors": (
+        lambda w: {k: v for k, v in w.items() if k != "lin.b"}, {"lin.w": "float32"},
+        r"weights\.safetensors: weight 'b' \(key 'lin\.b', first used by node 1 'add' \(aten::add\.Tensor\)\): "
+        r"missing"),
+    "of_wrong_shape": (
+        lambda w: {**w, "lin.b": np.zeros(5, np.float32)}, {"lin.w": "float32", "lin.b": "float32"},
+        r"weight 'b' .*node 1 'add'.*holds float32 \[5\] but graph\.json declares float32 \[4\]"),
+    "of_wrong_dtype": (
+        lambda w: {**w, "lin.w": np.zeros(4, np.float16)}, {"lin.w": "float16", "lin.b": "float32"},
+        r"weight 'w' .*node 0 'mul'.*holds float16 \[4\]"),
+}
 
 
-def test_bad_op_name(graph):
-    _rewrite(graph, lambda d: d["nodes"][0].update(op="mul"))
-    with pytest.raises(GraphFormatError, match=r"node 0 'mul' \(mul\).*not a valid op name"):
-        read_graph(graph)
-
-
-def test_bad_argument_tag(graph):
-    _rewrite(graph, lambda d: d["nodes"][0]["args"].append({"tensor": [1, 2]}))
-    with pytest.raises(GraphFormatError, match=r"node 0 'mul'.*unknown tag"):
-        read_graph(graph)
-
-
-def test_missing_key(graph):
-    _rewrite(graph, lambda d: d["nodes"][0].pop("kwargs"))
-    with pytest.raises(GraphFormatError, match=r"node 0 'mul'.*missing key 'kwargs'"):
-        read_graph(graph)
-
-
-def test_unknown_dtype(graph):
-    _rewrite(graph, lambda d: d["inputs"][0].update(dtype="complex128"))
-    with pytest.raises(GraphFormatError, match=r"input 'x'.*unknown dtype 'complex128'"):
-        read_graph(graph)
-
-
-def test_undeclared_symbol(graph):
-    _rewrite(graph, lambda d: d["inputs"][0].update(shape=["seq", 4]))
-    with pytest.raises(GraphFormatError, match=r"input 'x'.*undeclared symbols \['seq'\]"):
-        read_graph(graph)
-
-
-def test_bad_symbolic_expression(graph):
-    _rewrite(graph, lambda d: d["nodes"][0]["args"].append({"sym": "__import__('os')"}))
-    with pytest.raises(GraphFormatError, match="is not a symbolic int expression"):
-        read_graph(graph)
-
-
-def test_weight_missing_from_safetensors(graph):
-    arrays = base_weights()
-    del arrays["lin.b"]
-    write_safetensors(graph / "weights.safetensors", arrays, {"lin.w": "float32"})
-    with pytest.raises(GraphWeightsError, match=r"weights\.safetensors: weight 'b' \(key 'lin\.b', first used by "
-                                                r"node 1 'add' \(aten::add\.Tensor\)\): missing"):
-        load(graph)
-
-
-def test_weight_of_wrong_shape(graph):
-    arrays = {**base_weights(), "lin.b": np.zeros(5, np.float32)}
-    write_safetensors(graph / "weights.safetensors", arrays, {"lin.w": "float32", "lin.b": "float32"})
-    with pytest.raises(GraphWeightsError, match=r"weight 'b' .*node 1 'add'.*holds float32 \[5\] but graph\.json "
-                                                r"declares float32 \[4\]"):
-        load(graph)
-
-
-def test_weight_of_wrong_dtype(graph):
-    arrays = {**base_weights(), "lin.w": np.zeros(4, np.float16)}
-    write_safetensors(graph / "weights.safetensors", arrays, {"lin.w": "float16", "lin.b": "float32"})
-    with pytest.raises(GraphWeightsError, match=r"weight 'w' .*node 0 'mul'.*holds float16 \[4\]"):
+@pytest.mark.parametrize(("change", "dtypes", "match"), list(BAD_WEIGHTS.values()), ids=list(BAD_WEIGHTS))
+def test_a_bad_weight_names_the_file_the_weight_and_its_first_user(graph, change, dtypes, match):
+    write_safetensors(graph / "weights.safetensors", change(base_weights()), dtypes)
+    with pytest.raises(GraphWeightsError, match=match):
         load(graph)
 
 

@@ -17,15 +17,22 @@ def _targets(n: int, c: int, seed: int = 0) -> torch.Tensor:
     return torch.randint(0, c, (n,), generator=g)
 
 
+def _check_class_indices(op: str, dtype: str, reduction: int, ignored: int) -> tuple[torch.Tensor, ...]:
+    """Check ``op`` on (6, 5) scores and class-index targets, row ``ignored`` at the default
+    ignore_index -100, without and with class weights; return the scores, targets and weights."""
+    x = make((6, 5), dtype)
+    t = _targets(6, 5)
+    t[ignored] = -100
+    w = make((5,), dtype, low=0.1, high=2.0)
+    check_op(op, x, t, None, reduction)
+    check_op(op, x, t, w, reduction)
+    return x, t, w
+
+
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("reduction", [0, 1, 2])
 def test_cross_entropy_class_indices(dtype: str, reduction: int) -> None:
-    x = make((6, 5), dtype)
-    t = _targets(6, 5)
-    t[2] = -100
-    w = make((5,), dtype, low=0.1, high=2.0)
-    check_op("aten::cross_entropy_loss", x, t, None, reduction)
-    check_op("aten::cross_entropy_loss", x, t, w, reduction)
+    x, t, w = _check_class_indices("aten::cross_entropy_loss", dtype, reduction, ignored=2)
     check_op("aten::cross_entropy_loss", x, t.clamp(0, 4), w, reduction, 3, 0.25)
     check_op("aten::cross_entropy_loss", x, t, None, reduction, -100, 0.1)
     check_op("aten::cross_entropy_loss", x, t.to(torch.uint8).clamp(0, 4), None, reduction)
@@ -76,12 +83,7 @@ def test_cross_entropy_errors() -> None:
 @pytest.mark.parametrize("dtype", FLOATS)
 @pytest.mark.parametrize("reduction", [0, 1, 2])
 def test_nll_loss(dtype: str, reduction: int) -> None:
-    x = make((6, 5), dtype)
-    t = _targets(6, 5)
-    t[1] = -100
-    w = make((5,), dtype, low=0.1, high=2.0)
-    check_op("aten::nll_loss", x, t, None, reduction)
-    check_op("aten::nll_loss", x, t, w, reduction)
+    x, t, w = _check_class_indices("aten::nll_loss", dtype, reduction, ignored=1)
     check_op("aten::nll_loss", x, t.clamp(0, 4), w, reduction, 2)
     check_op("aten::nll_loss", x[0], torch.tensor(3), w, reduction)
     check_op("aten::nll_loss", x, t.clamp(0, 4).to(torch.uint8), None, reduction)

@@ -27,4 +27,4 @@ def test_a_family_registers_exactly_the_names_of_its_bundled_list(installed, fam
     registered = {e.name for e in installed.entries() if e.plugin == family}
     assert registered == set(opnames.opset(family))
     (plugin,) = (p for p in installed.plugins() if p.name == family)
-    assert plugin.ops == len(opnames.opset(family))
+    assert plugin.ops == len(opnames.opset(family)) and plugin.distribution == distribution

@@ -83,6 +83,22 @@ def test_ci_runs_the_readme_test_command():
     assert ci == [command]
 
 
+def test_ci_type_checks_nbx_core_with_the_pinned_mypy():
+    assert " && mypy nbx_core && " in bash_block((REPO / "README.md").read_text(), "## Test it")
+    test_extra = project(REPO)["project"]["optional-dependencies"]["test"]
+    assert [d for d in test_extra if d.startswith("mypy")] and all(
+        re.fullmatch(r"mypy==[\d.]+", d) for d in test_extra if d.startswith("mypy"))
+    assert project(REPO)["tool"]["mypy"]["files"] == ["nbx_core"]
+
+
+def test_ruff_format_and_ruff_check_share_one_line_length_and_pre_commit_pins_ruff():
+    ruff = project(REPO)["tool"]["ruff"]
+    assert ruff["line-length"] == 120 and "format" in ruff and "line-length" not in ruff["format"]
+    hooks = (REPO / ".pre-commit-config.yaml").read_text()
+    assert re.search(r"repo: https://github.com/astral-sh/ruff-pre-commit\n\s+rev: v\d+\.\d+\.\d+\n", hooks)
+    assert "id: ruff-check" in hooks and "id: ruff-format" in hooks
+
+
 def test_the_readme_run_command_is_quiet_and_ends_in_nbx_run():
     command = bash_block((REPO / "README.md").read_text(), "## Run it")
     assert command.startswith("pip install -q ")
@@ -94,13 +110,13 @@ def anchor(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
 
-DOCS = [REPO / "README.md", *sorted(REPO.glob("docs/*.md")), *sorted(REPO.glob("plugins/*/README.md")),
-        EXAMPLE / "README.md"]
+DOCS = [REPO / "README.md", *sorted(REPO.glob("docs/*.md")), *sorted(REPO.glob("docs/notes/*.md")),
+        *sorted(REPO.glob("plugins/*/README.md")), REPO / "benchmarks" / "README.md", EXAMPLE / "README.md"]
 
 
 @pytest.mark.parametrize("page", DOCS, ids=lambda p: p.relative_to(REPO).as_posix())
 def test_relative_links_lead_to_a_file_and_a_heading_that_exist(page):
-    prose = re.sub(r"```.*?```", "", page.read_text(), flags=re.S)
+    prose = re.sub(r"`[^`\n]*`", "", re.sub(r"```.*?```", "", page.read_text(), flags=re.S))  # code is no link
     for target in re.findall(r"\]\(([^)\s]+)\)", prose):
         if target.startswith(("https://", "http://")):
             continue
@@ -118,3 +134,10 @@ def test_every_page_a_document_names_exists(page):
     names = set(re.findall(r"[\w./-]+\.md\b", prose))
     missing = [n for n in names if not (page.parent / n).exists() and not (REPO / n).exists()]
     assert missing == []
+
+
+def test_the_first_page_leads_to_no_lab_notes():
+    # docs/notes/ holds the history of experiments, for maintainers; a reader starting at the
+    # README should meet documentation, not a lab notebook.
+    assert "docs/notes" not in (REPO / "README.md").read_text()
+    assert (REPO / "docs" / "notes" / "history.md").is_file()

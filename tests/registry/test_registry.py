@@ -350,35 +350,32 @@ def test_an_invalid_name_fails_the_plugin_and_is_its_cause():
     assert "InvalidOpNameError" in str(info.value) and "'aten:relu'" in str(info.value)
 
 
-def test_a_plugin_without_a_marked_hook_is_refused():
-    class Unmarked:
-        def nbx_register_kernels(self, registry):
-            registry.register("aten::relu", relu)
-
-    with pytest.raises(PluginLoadError,
-                       match="defines no nbx_register_kernels hook marked with @nbx_core.hookimpl"):
-        Registry().add_plugin("acme", Unmarked())
+class _Unmarked:
+    def nbx_register_kernels(self, registry):
+        registry.register("aten::relu", relu)
 
 
-def test_a_hook_with_a_wrong_argument_name_is_refused():
-    class WrongArgument:
-        @hookimpl
-        def nbx_register_kernels(self, reg):
-            pass
-
-    with pytest.raises(PluginLoadError, match="does not fit the nbx hookspec.*'reg'"):
-        Registry().add_plugin("acme", WrongArgument())
+class _WrongArgument:
+    @hookimpl
+    def nbx_register_kernels(self, reg):
+        pass
 
 
-def test_a_misspelt_hook_is_refused():
-    class Misspelt:
-        @hookimpl
-        def nbx_register_kernel(self, registry):
-            pass
+class _Misspelt:
+    @hookimpl
+    def nbx_register_kernel(self, registry):
+        pass
 
+
+@pytest.mark.parametrize(("plugin", "match"), [
+    pytest.param(_Unmarked, "defines no nbx_register_kernels hook marked with @nbx_core.hookimpl", id="unmarked"),
+    pytest.param(_WrongArgument, "does not fit the nbx hookspec.*'reg'", id="wrong-argument-name"),
+    pytest.param(_Misspelt, "does not fit the nbx hookspec.*nbx_register_kernel", id="misspelt"),
+])
+def test_a_hook_that_does_not_fit_the_hookspec_is_refused(plugin, match):
     registry = Registry()
-    with pytest.raises(PluginLoadError, match="does not fit the nbx hookspec.*nbx_register_kernel"):
-        registry.add_plugin("acme", Misspelt())
+    with pytest.raises(PluginLoadError, match=match):
+        registry.add_plugin("acme", plugin())
     registry.add_plugin("other", Plugin(("aten::relu", relu)))  # the failure left nothing behind
     assert registry.problems() != [] and registry.lookup("aten::relu") is relu
 

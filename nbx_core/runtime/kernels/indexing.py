@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+from typing import Protocol
+
 import triton
 import triton.language as tl
 
-from ...tensor import NBXTensor
 from .. import launch as _launch  # noqa: F401  (configures Triton before the kernels below)
 
 _INT32_MAX = 2**31 - 1
 
 
-def needs_int64(n: int, *tensors: NBXTensor) -> bool:
+class Strided(Protocol):
+    """What :func:`needs_int64` reads of an operand: a tensor, or the geometry of one not allocated yet."""
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+
+    def stride(self) -> tuple[int, ...]: ...
+
+
+def needs_int64(n: int, *tensors: Strided) -> bool:
     """Whether a flat index or an element offset of a launch over ``n`` elements can pass 2**31."""
     if n > _INT32_MAX:
         return True

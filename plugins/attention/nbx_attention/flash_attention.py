@@ -49,9 +49,8 @@ from . import warp_specialized
 LOG2E = math.log2(math.e)
 PROGRAMS_PER_SM = 2 if BACKEND != "cpu" else 0
 """Split the key range while fewer programs than this many per SM would run (SMs counted by
-``nbx_core.runtime.launch.multiprocessors``; at 2 per SM, 264 on the H200, B16 H32 decoding runs in one
-launch: 0.976x torch against 0.961x at 528, benchmarks/results/sweeps). The interpreter never splits
-unless a test raises it."""
+``nbx_core.runtime.launch.multiprocessors``): two per SM let a decoding batch run in one launch,
+and splitting for four per SM was slower. The interpreter never splits unless a test raises it."""
 MIN_SPLIT_KEYS = 512
 """Fewest keys one split handles (tests lower both knobs to reach the split path)."""
 WARP_SPECIALIZE = BACKEND != "cpu"
@@ -242,10 +241,9 @@ def _config(dtype: D.DType, L: int, S: int, E: int, EV: int) -> tuple[int, int, 
 
     The GPU choices keep the pipelined K/V tiles plus the Q tile within Hopper's 227 KB of shared
     memory at head dim 256 (float64 takes the smallest tiles). K and V load through pointers:
-    tensor-descriptor (TMA) loads issue fewer instructions but were 1-27% slower at every
-    benchmark shape (benchmarks/results/sweeps/h200-attention-tma.json). The accumulator is rescaled
-    every key block: rescaling only when a row's max grows by more than 2^8 needs a block-wide max
-    and a branch, and was 4-27% slower (sweeps/h200-attention-lazy.json).
+    tensor-descriptor (TMA) loads issue fewer instructions but were slower at every benchmark shape.
+    The accumulator is rescaled every key block: rescaling only when a row's max grows by more than
+    2^8 needs a block-wide max and a branch, which cost more than the rescales they skip.
     """
     if BACKEND == "cpu":
         return max(16, min(64, next_pow2(L))), max(16, min(64, next_pow2(S))), 1, 1
@@ -265,10 +263,8 @@ def _config(dtype: D.DType, L: int, S: int, E: int, EV: int) -> tuple[int, int, 
 def _fold_scale(dtype: D.DType, mask_kind: int, scale: float, block_d: int) -> bool:
     """Whether the kernel applies the scale in the softmax's fused multiply-add (FOLD_SCALE): a finite
     positive scale without an additive mask, half types and float32 (Triton 3.6 fails to compile the
-    float64 kernel so), head dims from 128. On the H200 (benchmarks/results/sweeps/h200-attention-fold.json)
-    it takes 2-5% off bf16 head dim 128 (B4 H32 S4096: 2.39 ms against 2.48; causal S16384: 4.77
-    against 5.00) but adds 6% at head dim 64 (B16 H12 S512: 47.1 us against 44.4). Benchmarks replace
-    this function to time both forms."""
+    float64 kernel so), head dims from 128: the fold saves time at head dim 128 and costs some at
+    head dim 64. Benchmarks replace this function to time both forms."""
     return dtype is not D.float64 and mask_kind != 2 and 0 < scale < math.inf and block_d >= 128
 
 

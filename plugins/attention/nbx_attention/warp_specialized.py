@@ -2,11 +2,9 @@
 
 The key loop is warp-specialized (Triton 3.6 and later on sm_90): a producer warp group issues
 the copy engine's loads of the next key and value tiles while two consumer warp groups, 64 query
-rows each, run the two products and the online softmax of this one. On the H200
-(benchmarks/results/attention.json) it took B4 H32 S4096 D128 from 0.76x to 0.81x torch (cuDNN)
-and B1 H32 S16384 from 0.77x to 0.84x; at head dim 64 it lost to the portable kernel in an
-earlier version of benchmarks/probe_ws.py (its run not kept), so the portable kernel serves head
-dim 64 along with everything else :func:`applies` refuses.
+rows each, run the two products and the online softmax of this one. It is faster than the portable
+kernel at head dim 128 and was not at head dim 64, so the portable kernel serves head dim 64 along
+with everything else :func:`applies` refuses.
 
 Tiles load through 2-D descriptors over one (z, h) head's rows, so :func:`applies` asks for
 strides the copy engine can read and a key length of whole 128-key tiles (no key is masked: a
@@ -30,7 +28,7 @@ import triton.language as tl
 
 BLOCK_M, BLOCK_N, HEAD_DIM, WARPS, STAGES = 128, 128, 128, 4, 2
 """The one configuration: BLOCK_M 128 over four warps is what the compiler splits between two
-consumers; 64-key tiles were 7-10% slower in the same earlier probe run (not kept)."""
+consumers; 64-key tiles were slower."""
 
 
 @triton.jit

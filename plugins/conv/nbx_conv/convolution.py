@@ -285,10 +285,8 @@ def _config(m: int, kg: int, groups: int, cg: int, taps: int, flat: bool) -> tup
     # At most ~96 KB of stages, so two programs share an SM and one's epilogue hides behind the other.
     stages = 4 if (bm + bn) * bk * 2 * 4 <= 96 * 1024 and max(bm, bn) < 256 else 3
     if not flat and taps > 1 and kg <= 128:
-        # 3x3 layers of up to 128 output channels: 3 stages (72 KB), so that three programs share an SM (64 ch:
-        # 128 x 64 x 64 tiles, 0.95x torch against 0.86-0.89x at 2 or 4 stages or 256 rows; 128 ch:
-        # 64 x 128 x 64, 0.89x against 0.83x at 128 or 256 rows and 0.66x at 4 stages;
-        # benchmarks/results/sweeps/h200-conv-taps.json).
+        # 3x3 layers of up to 128 output channels: 3 stages (72 KB), so that three programs share an SM
+        # (2 or 4 stages and other row tiles were slower: benchmarks/results/sweeps/h200-conv-taps.json).
         stages = 3
     return bm, bn, bk, warps, stages, 8, parts
 

@@ -168,9 +168,8 @@ def _take_kernel(val_ptr, idx_ptr, x_ptr, k, n, x_row, x_step, BLOCK: tl.constex
 
 CHUNK = 16 if BACKEND == "cpu" else 512
 """Keys per in-register chunk sort (small on the interpreter, so that tests reach the merge and
-candidate passes). A longer chunk costs more per key in its sort and saves merge passes: on the
-H200, 4096 x 32000 float32 sorts in 12.1 ms at 512 keys and 4 warps, 12.4-14.4 at 1024 keys, 17.9
-at 2048 (benchmarks/results/sweeps/h200-index-conv-pointwise-attention.json)."""
+candidate passes). A longer chunk costs more per key in its sort and saves merge passes; 512 keys
+at 4 warps sorted long rows fastest (benchmarks/results/sweeps/h200-index-conv-pointwise-attention.json)."""
 CHUNK_WARPS = 4
 """Warps of a chunk sort of ``CHUNK`` keys on a GPU (shorter rows' chunks take 4)."""
 MERGE_BLOCK = 2048

@@ -34,8 +34,8 @@ ROW_MAX = 32768
 K_MAX = 4096
 """Largest ``k`` (rounded up to a power of two) sorted in registers at the end."""
 WARPS = 1 if BACKEND == "cpu" else 32
-"""Warps of a row program on a GPU, for rows of at least 256 * WARPS. H200, k=50 of 4096 x 32000
-float32: 1.79 ms at 32 warps, 3.57 at 16, 4.77 at 8
+"""Warps of a row program on a GPU, for rows of at least 256 * WARPS: the most warps a program can
+have, since 16 or 8 were much slower on long rows
 (benchmarks/results/sweeps/h200-index-conv-pointwise-attention.json)."""
 
 

@@ -65,8 +65,8 @@ CANDIDATES: list[Config] = [
 BLOCK_K 128 for K-major operands), small-K batched tiles with few stages (one K step needs no deep
 pipeline, and less shared memory fits more programs per SM), narrow decode tiles, the large tiles
 again with TMA loads, persistent programs (as many per SM as fit) for short reductions, and the
-warp-specialized kernel in row-major tile order (GROUP_M 1, 3-5% ahead of 8 on the H200 probe;
-where it does not apply, the candidate runs the general kernel)."""
+warp-specialized kernel in row-major tile order (GROUP_M 1: its products' operands fit in L2, and
+grouping only cost time; where it does not apply, the candidate runs the general kernel)."""
 
 
 def dtype_class(dtype_name: str) -> str:

@@ -3,13 +3,12 @@
 One program per SM walks the output tiles of a stack of row-major matrices. Its tile loop is
 warp-specialized (Triton 3.6 and later on sm_90): a producer warp group issues the copy engine's
 loads of the next tiles' operands while two consumer warp groups, 64 rows each, run the wgmmas of
-this tile and store it, so loads, products and stores of consecutive tiles overlap. On the H200
-this took the prefill attention-score shape (32 x 2048 x 2048 x 128, K of two steps, the 268 MB
-output dominating) from 0.73x to 0.96-0.98x torch (benchmarks/results/linalg.json and
-sweeps/h200-probe-ws.json), where a flattened pointer-load loop stalls on its stores. The number
-of K steps is a compile-time constant (a kernel per value; the products this serves have few, and
-at least two) and tiles go in row-major order (GROUP_M 1: every operand of a 2048 x 2048 product
-fits in L2, and grouping cost 3-5%).
+this tile and store it, so loads, products and stores of consecutive tiles overlap. It is for
+products whose output dominates, such as prefill attention scores (a few K steps, a large output),
+where a flattened pointer-load loop stalls on its stores. The number of K steps is a compile-time
+constant (a kernel per value; the products this serves have few, and at least two) and tiles go
+in row-major order (GROUP_M 1: every operand of a 2048 x 2048 product fits in L2, and grouping
+only cost time).
 
 The batch is folded into the rows of 2-D descriptors ((batches * M, K) and so on), so
 :func:`applies` asks for contiguous stacks and for tiles that never straddle two matrices;
@@ -55,7 +54,7 @@ def _ws_gemm_kernel(a_ptr, b_ptr, out_ptr, batches, M, N, K, sa, sb, so, alpha,
         col = pid_n * BLOCK_N
         acc = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
         # K_STEPS is cdiv(K, BLOCK_K), known to the compiler, so the short reductions this kernel
-        # is for unroll: prefill scores went from 0.95x to 0.97x torch on the H200.
+        # is for unroll, which made them faster.
         for k in range(0, K_STEPS):
             a = a_desc.load([row, k * BLOCK_K])
             if B_T:

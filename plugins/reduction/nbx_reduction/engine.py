@@ -612,16 +612,13 @@ def row_tiles(rows: int, K: int, op: int, size: int) -> Tiles:
         return Tiles(min(next_pow2(rows), max(_CPU_BLOCK // bk, 1)), bk, 1)
     if op in (ARGMAX, ARGMIN) and 1024 <= K <= 4096:
         # Rows of up to 4096: a step loads four blocks (the whole row) at once under a cap of 64
-        # registers. H200 sweep (benchmarks/results/sweeps/h200-reduction-linalg-tma.json), argmax of
-        # bf16 8192x4096: 20.8 us against 23.0 with one block a step, 20.9 with the row as one block
-        # and a loop-free finish, 21.1 with two rows of 4096 at 8 warps. Longer rows gain nothing
-        # (4096x32768: 67.5 us against 66.4).
+        # registers, ahead of one block a step, of the row as one block with a loop-free finish and
+        # of two rows at 8 warps. Longer rows gain nothing from it
+        # (benchmarks/results/sweeps/h200-reduction-linalg-tma.json).
         return Tiles(1, 1024, 4, 4, 1, 64)
     if K >= 1024:
-        # One row per program, 1024 elements and 4 warps a load: on the H200 sweep
-        # (benchmarks/results/sweeps/h200-reduction.json) the arg ops' loop gains most (argmax of
-        # bf16 8192x4096 23.1 us against 26.9 at 2048/8 warps and 33.0 at 4096/8), sum and amax are
-        # even.
+        # One row per program, 1024 elements and 4 warps a load: against wider loads of 8 warps the
+        # arg ops' loop gains most, sum and amax are even (benchmarks/results/sweeps/h200-reduction.json).
         return Tiles(1, 1024, 4)
     # Short rows: several per program, to fill a tile of about 4096 elements.
     bk = next_pow2(K)
@@ -638,15 +635,14 @@ def col_tiles(I: int, K: int, op: int, size: int) -> Tiles:
     if op in (VAR, LSE):
         # K stays whole in one program: narrow tiles give the machine enough programs.
         return Tiles(min(next_pow2(I), 16), min(next_pow2(K), 128), 4)
-    # 64 columns by up to 64 rows a load, 4 warps; K is split to fill the machine. On the H200
-    # sweep (benchmarks/results/sweeps/h200-reduction-conv-pointwise.json), dim 0 of bf16
-    # 4096x4096: sum 16.5 us with 3 pipelined stages (the next loads go to shared memory while a
-    # step combines), against 19.7 with one load a step at 128 x 64 and 8 warps, and 20.6 at
-    # 128 x 64 with 3 stages.
+    # 64 columns by up to 64 rows a load, 4 warps; K is split to fill the machine. 3 pipelined
+    # stages (the next loads go to shared memory while a step combines) beat one load a step and
+    # 128 x 64 tiles (benchmarks/results/sweeps/h200-reduction-conv-pointwise.json).
     bi = min(next_pow2(I), 64)
     if op in (ARGMAX, ARGMIN):
         # The arg ops keep an index per lane too: 64 x 32 blocks, two loads a step issued together
-        # under a cap of 64 registers (argmax 19.3 us, against 27.8 before and 20.1 with 3 stages).
+        # under a cap of 64 registers (uncapped, ptxas issues half a step's loads before combining);
+        # faster than 3 stages.
         # Wider elements would spill under the cap: they are pipelined instead.
         bk = min(next_pow2(K), 32)
         if size <= 4:

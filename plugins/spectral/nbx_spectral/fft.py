@@ -30,9 +30,9 @@ from . import plan, row_fft
 DOT_PRECISION = "tf32x3"
 
 TILES = (64, 32, 32, 2, 3)
-"""GPU tiles of ``_dft_kernel``: (BM, BN, BK, num_warps, num_stages). Narrow tiles win on the H200
-(benchmarks/results/sweeps/h200-spectral-stft.json): the stft shape takes 0.80 ms here against 0.90 at
-(128, 32, 32, 4, 3) and 1.16 at (128, 16, 32, 4, 3); 201 bins fill 32-column tiles with little waste."""
+"""GPU tiles of ``_dft_kernel``: (BM, BN, BK, num_warps, num_stages). Narrow tiles beat 128-row
+ones (benchmarks/results/sweeps/h200-spectral-stft.json); 201 bins fill 32-column tiles with little
+waste."""
 
 
 @triton.jit

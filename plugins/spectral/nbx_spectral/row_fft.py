@@ -155,10 +155,10 @@ PROGRAMS_PER_SM = 4
 loops over rows; 2 and 4 measured the same on the H200)."""
 
 NUM_WARPS = 4
-"""Warps of a row program: one warpgroup (8 warps ran 1.7x slower on the H200, probe_fft.py)."""
+"""Warps of a row program: one warpgroup (8 warps ran slower, benchmarks/probe_fft.py)."""
 
 COLUMN_TILE = 128
-"""Columns a column-pass program transforms (64-256 measured within 3%) for column DFTs of up to 64
+"""Columns a column-pass program transforms (64 to 256 time alike) for column DFTs of up to 64
 points; 128-point ones take 32 (at 64 or more their tables' tf32 splits need 256 KB of shared memory
 or more, over an SM's 227 KB)."""
 

@@ -1,35 +1,12 @@
-"""nbx-linalg's registration, its precision switch and its GEMM configuration table."""
+"""nbx-linalg's GEMM configuration table: lookup, the user cache, the shipped table, tune()."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from nbx_core.errors import NbxError
-from nbx_core.testing import untested_names
-
-NAMES = Path(__file__).parents[2].joinpath("nbx_core/oplists/linalg.txt").read_text().split()
-
-
-def test_every_name_is_tested():
-    assert untested_names(NAMES, Path(__file__).parent) == []
-
-
-def test_every_name_is_registered_by_linalg():
-    from nbx_core.registry import get_registry
-
-    reg = get_registry()
-    assert sorted(n for n in NAMES if reg.resolve(n).plugin == "linalg") == sorted(NAMES)
-    assert len(NAMES) == 14
-
-
-def test_plugin_module_imports_no_triton():
-    code = "import sys, nbx_linalg.plugin, nbx_linalg; assert 'triton' not in sys.modules, 'triton imported'"
-    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_config_table_lookup_and_cache(tmp_path, monkeypatch):
