@@ -36,18 +36,21 @@ def models_table(results: Path = RESULTS) -> str:
     lines = [f"{doc['gpu']}, torch {doc['torch']}, triton {doc['triton']}, {doc['date']}; times in ms, speed = "
              "torch eager time / this time (above 1: faster than eager).", "",
              "| model | nodes | torch eager | torch.compile | compile, reduce-overhead | NBX | NBX CUDA graph "
-             "| speed: NBX CUDA graph | speed: torch.compile | NBX first run (s) | peak MB: torch / NBX "
-             "| error vs eager |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| speed: NBX | speed: NBX CUDA graph | speed: torch.compile | NBX CUDA graph / torch.compile "
+             "| NBX first run (s) | peak MB: torch / NBX | error vs eager |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in doc["results"]:
         if "failed" in r:
-            lines.append(f"| {r['model']} | failed: {str(r['failed'])[:80]} |" + " |" * 10)
+            lines.append(f"| {r['model']} | failed: {str(r['failed'])[:80]} |" + " |" * 12)
             continue
         speed = {way: round(r["torch_ms"] / r[f"{way}_ms"], 3) if r.get(f"{way}_ms") and r.get("torch_ms") else None
-                 for way in ("nbx_graph", "compile")}
+                 for way in ("nbx", "nbx_graph", "compile")}
+        both = r.get("compile_ms") and r.get("nbx_graph_ms")
+        versus = round(r["compile_ms"] / r["nbx_graph_ms"], 3) if both else None
         error = max(r.get("error", 0.0), r.get("error_graph", 0.0))
         cells = [r["model"], r.get("nodes"), r.get("torch_ms"), r.get("compile_ms"), r.get("compile_ro_ms"),
-                 r.get("nbx_ms"), r.get("nbx_graph_ms"), speed["nbx_graph"], speed["compile"], r.get("first_run_s"),
+                 r.get("nbx_ms"), r.get("nbx_graph_ms"), speed["nbx"], speed["nbx_graph"], speed["compile"], versus,
+                 r.get("first_run_s"),
                  f"{_cell(r.get('torch_peak_mb'))} / {_cell(r.get('nbx_peak_mb'))}",
                  f"{error:.1e}" + ("" if r.get("ok", True) else " (over tolerance)")]
         lines.append("| " + " | ".join(map(_cell, cells)) + " |")
