@@ -454,3 +454,11 @@ def test_load_on_the_gpu_launches_the_bundle_and_matches_an_unbundled_run(built,
     for got in np.load(tmp_path / "out.npy"):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
+
+def test_the_first_run_benchmark_parses_its_arguments_without_a_gpu(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "benchmarks.first_run", "--out", str(tmp_path), "--models",
+                           "bert,nope"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 2 and "--models: unknown nope" in done.stderr
+    done = subprocess.run([sys.executable, "-m", "benchmarks.first_run", "--help"], capture_output=True, text=True,
+                          timeout=300, cwd=ROOT)
+    assert done.returncode == 0 and "--models" in done.stdout
