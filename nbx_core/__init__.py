@@ -18,6 +18,7 @@ from . import backend as _backend
 from . import deprecated as _deprecated
 from .errors import (
     BackendError,
+    BundleError,
     DeviceError,
     DuplicateKernelError,
     DuplicatePatternError,
@@ -51,7 +52,7 @@ _backend.preconfigure()
 _deprecated.install()
 
 __all__ = [
-    "BackendError", "DeviceError", "DuplicateKernelError", "DuplicatePatternError", "ExportError",
+    "BackendError", "BundleError", "DeviceError", "DuplicateKernelError", "DuplicatePatternError", "ExportError",
     "GraphArityError", "GraphError",
     "GraphFormatError", "GraphInputError", "GraphReferenceError", "GraphSymbolError", "GraphVersionError",
     "GraphWeightsError",

@@ -115,3 +115,8 @@ class GraphInputError(GraphError):
 class GraphSymbolError(GraphError):
     """A symbolic size in a graph has no value for the dims a run's inputs bind (division by zero, a
     result beyond 2**62, a symbol no input binds)."""
+
+
+class BundleError(GraphError):
+    """A graph's kernel bundle (``kernels/``, made by ``nbx compile``) is corrupt, truncated or
+    unusable here, or lacks a kernel while ``NBX_REQUIRE_BUNDLE=1`` forbids compiling one."""

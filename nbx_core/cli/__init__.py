@@ -12,6 +12,8 @@ to take the plugin flags) whose defaults set ``func``, a handler ``(args) -> int
 the parser itself (whose usage an unknown flag prints). Before any handler runs, ``main`` installs
 the plugin selection of the flags for :func:`nbx_core.registry.get_registry`. That module is
 imported only when the command is ``run``, so auditing never imports the graph runner or kernels.
+``nbx compile`` (:mod:`nbx_core.cli.compile`) imports nothing heavy until it runs: its compile
+happens in a child process on the aot backend.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from ..registry import (
     split_names,
 )
 from ..version import __version__
+from .compile import add_compile_parser, signature_text, size_text
 from .options import UsageError, format_table, registry_options
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
@@ -243,6 +246,7 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
 def _cmd_check(args: argparse.Namespace) -> int:
     try:
         from ..graph import required_ops
+        from ..graph.bundle import summary as bundle_summary
     except ImportError as exc:
         raise UsageError(
             "nbx registry check cannot read graphs here: nbx_core.graph.required_ops is not available "
@@ -263,19 +267,35 @@ def _cmd_check(args: argparse.Namespace) -> int:
                         "distribution": entry.distribution, "version": entry.version, "target": entry.target})
     problems = registry.problems()
     unresolved = [op["name"] for op in ops if op["status"] != "resolved"]
-    document = {"graph": args.graph, "ops": ops, "unresolved": unresolved}
+    bundles = bundle_summary(args.graph)
+    document = {"graph": args.graph, "ops": ops, "unresolved": unresolved, "bundle": bundles}
     document["problems"] = _problems_json(problems)
     rows = [
         (op["name"], op["count"], op.get("plugin"), "" if "target" in op else op["status"], op.get("target"))
         for op in ops
     ]
-    _emit(args, document, lambda: format_table(("op", "uses", "plugin", "note", "target"), rows))
+
+    def table() -> str:
+        text = format_table(("op", "uses", "plugin", "note", "target"), rows)
+        if bundles:
+            text += "\n\nkernel bundle (nbx compile)\n" + format_table(
+                ("target", "triton", "kernels", "size", "signatures", "problem"),
+                [(b["target"], b.get("triton"), b.get("kernels"), size_text(b["bytes"]) if "bytes" in b else None,
+                  "; ".join(signature_text(s) for s in b.get("signatures", ())), b["problem"]) for b in bundles])
+        return text
+
+    _emit(args, document, table)
     _report(problems)
+    for b in bundles:
+        if b["problem"]:
+            print(f"nbx: {args.graph}: the kernel bundle for {b['target']} cannot be used: {b['problem']}",
+                  file=sys.stderr)
     try:
         registry.require(counts)
     except UnresolvedOpError as exc:
         print(f"nbx: {args.graph} cannot run: {exc}", file=sys.stderr)
-    return EXIT_PROBLEMS if problems or unresolved else EXIT_OK
+    broken = any(b["problem"] for b in bundles)
+    return EXIT_PROBLEMS if problems or unresolved or broken else EXIT_OK
 
 
 # -- parser ----------------------------------------------------------------------------------------
@@ -334,6 +354,7 @@ def build_parser(with_run: bool = False) -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_registry_parser(subparsers)
     _add_run_parser(subparsers, with_run)
+    add_compile_parser(subparsers)
     return parser
 
 

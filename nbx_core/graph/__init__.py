@@ -14,7 +14,9 @@ in docs/graph-format.md.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+from ..backend import current
 from ..device import Device
 from ..registry import Registry
 from .format import FORMAT, VERSION, Graph, TensorSpec
@@ -38,10 +40,21 @@ def load(path: str | Path, *, device: str | Device | None = None, registry: Regi
     (:mod:`nbx_core.graph.plan`); ``fusion``: fuse through the registry's patterns and the plan's
     elementwise chains; ``cuda_graphs``: replay plans as CUDA graphs (default: on the cuda backend,
     for graphs without symbolic dims).
+
+    On the cuda backend, a graph with a kernel bundle (``kernels/``, made by ``nbx compile``) launches
+    the bundled binaries instead of compiling them: see docs/bundles.md. A corrupt bundle is a
+    BundleError; one built for another GPU or Triton is ignored with a BundleWarning.
     """
     graph = read_graph(path)
-    return Program(graph, load_weights(graph), device=device, registry=registry, planning=planning, fusion=fusion,
-                   cuda_graphs=cuda_graphs)
+    options: dict[str, Any] = {"device": device, "registry": registry, "planning": planning, "fusion": fusion,
+                               "cuda_graphs": cuda_graphs}
+    if current() == "cuda":  # a kernel bundle (nbx compile) serves the GPU: checked now, before anything runs
+        from .bundled import BundledProgram, open_bundle
+
+        bundle = open_bundle(graph)
+        if bundle is not None:
+            return BundledProgram(bundle, graph, load_weights(graph), **options)
+    return Program(graph, load_weights(graph), **options)
 
 
 def required_ops(path: str | Path) -> dict[str, int]:

@@ -20,6 +20,7 @@ FORMAT = "nbx-graph"
 VERSION = 1
 GRAPH_FILE = "graph.json"
 WEIGHTS_FILE = "weights.safetensors"
+KERNELS_DIR = "kernels"  # the kernel bundle nbx compile adds (nbx_core.graph.bundle)
 
 # NBX dtype name -> safetensors dtype code, and back.
 SAFETENSORS_DTYPES: dict[str, str] = {

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..dtypes import from_numpy as dtype_of
 from ..errors import ExportError, GraphFormatError
-from .format import FORMAT, GRAPH_FILE, SAFETENSORS_DTYPES, WEIGHTS_FILE, backup_path
+from .format import FORMAT, GRAPH_FILE, KERNELS_DIR, SAFETENSORS_DTYPES, WEIGHTS_FILE, backup_path
 from .validate import check_weights, is_graph_file, parse_document
 
 
@@ -153,7 +153,8 @@ def _check_replaceable(target: Path, path: Path) -> None:
         entries = sorted(entry.name for entry in target.iterdir())
     except OSError as exc:
         raise ExportError(f"{path}: cannot save the graph there: cannot list {target}: {exc}; {fix}") from None
-    if not entries or (set(entries) <= {GRAPH_FILE, WEIGHTS_FILE} and is_graph_file(target / GRAPH_FILE)):
+    # A graph's kernel bundle goes with it: it was built for the graph being replaced.
+    if not entries or (set(entries) <= {GRAPH_FILE, WEIGHTS_FILE, KERNELS_DIR} and is_graph_file(target / GRAPH_FILE)):
         return
     shown = ", ".join(entries[:5]) + (f" and {len(entries) - 5} more" if len(entries) > 5 else "")
     raise ExportError(f"{path}: cannot save the graph there: {target} is a directory that is not an NBX graph (it "

@@ -10,6 +10,9 @@ arguments become what the backend's launcher reads; the backend decides what a l
 - ``aot``: the kernel is compiled for ``NBX_AOT_TARGET`` (default sm_90) and not run, through a
   stand-in Triton driver that reports that target, so no GPU is needed.
 
+On cuda and aot, a variant a bundled program needs comes from its graph's bundle when it holds it
+(:mod:`nbx_core.runtime.prebuilt`); ``nbx compile`` collects, on aot, the variants it stores.
+
 Importing this module chooses the backend and configures Triton before any kernel is defined, so a
 kernel module must import it before its ``@triton.jit`` definitions run. Launches may come from
 several threads at once.
@@ -30,6 +33,8 @@ from ..tensor import NBXTensor
 BACKEND = _backend.current()
 
 import triton  # noqa: E402  (Triton must see the backend's settings when first imported)
+
+from . import prebuilt as _prebuilt  # noqa: E402
 
 Grid = tuple[int, ...] | Callable[[dict[str, Any]], tuple[int, ...]]
 
@@ -192,8 +197,9 @@ class _CudaLauncher:
                 if hit is None:
                     # Triton binds and compiles once per signature; every launch then goes straight to
                     # the compiled kernel's launcher on NBX's stream.
-                    compiled = self.kernel.run(*[_cuda_arg(a) for a in args], grid=tuple(grid), warmup=True,
-                                               **kwargs)
+                    with _prebuilt.compiling(self.kernel, args, kwargs):  # from a bundle, if it has it
+                        compiled = self.kernel.run(*[_cuda_arg(a) for a in args], grid=tuple(grid), warmup=True,
+                                                   **kwargs)
                     tail = [kwargs[n] if n in kwargs else self.defaults[n] for n in self.names[len(args):]]
                     hit = self.cache[key] = (compiled, tail)
         return hit
@@ -300,12 +306,17 @@ def launch(kernel: Any, grid: Sequence[int], *args: Any, **kwargs: Any) -> None:
     else:
         _check_args(args, kwargs)
         # One compile per kernel, argument types and constexprs: integer specialisations (== 1,
-        # divisible by 16) multiply the variants without changing what is proven to compile.
-        key = (id(kernel), tuple(map(_aot_spec, args)), tuple(kwargs.items()))
+        # divisible by 16) multiply the variants without changing what is proven to compile. nbx
+        # compile needs every variant a GPU will ask for, so it keys them as the cuda backend does.
+        spec = _spec if _prebuilt.collecting() else _aot_spec
+        key = (id(kernel), tuple(map(spec, args)), tuple(kwargs.items()))
         if key not in compiled_variants:
             with _compile_lock:
                 if key not in compiled_variants:
-                    _check_shared(kernel, kernel.warmup(*args, grid=grid, **kwargs))
+                    with _prebuilt.compiling(kernel, args, kwargs):
+                        compiled = kernel.warmup(*args, grid=grid, **kwargs)
+                    _check_shared(kernel, compiled)
+                    _prebuilt.compiled(compiled)
                     compiled_variants.add(key)
 
 

@@ -27,9 +27,8 @@ import triton.language as tl
 
 from .. import dtypes as D
 from ..errors import NbxTypeError, NbxValueError
-from ..memory import allocate
 from ..shape import broadcast_shapes, broadcast_strides, coalesce, contiguous_strides, numel
-from ..tensor import ZERO_NEW, NBXTensor, check_device
+from ..tensor import NBXTensor, check_device, new_storage
 from .kernels.copy import cast_to
 from .kernels.indexing import Strided, block_indices, needs_int64, offsets
 from .launch import BACKEND, block_size, cdiv, prepare
@@ -166,7 +165,7 @@ def pointwise(
            None if out is None else geometry(out))
     plan = _plans.get(key, lambda: _make_plan(op, fn, operands, dtype, compute, out_dtype, float_op, out))
     if out is None:
-        out = NBXTensor(allocate(plan.nbytes, plan.device, zero=ZERO_NEW), plan.shape, plan.strides, 0, plan.result)
+        out = NBXTensor(new_storage(plan.nbytes, plan.device), plan.shape, plan.strides, 0, plan.result)
     if plan.n == 0:
         return out
     values: list[Any] = [out]

@@ -5,6 +5,7 @@ class and its factories live in :mod:`nbx_core.tensor.core`, its op methods in
 :mod:`nbx_core.tensor.methods`, which reach the ops through the registry by ATen name.
 """
 
-from .core import ZERO_NEW, NBXTensor, check_device, empty_tensor, from_dlpack, from_numpy, tensor
+from .core import ZERO_NEW, NBXTensor, check_device, empty_tensor, from_dlpack, from_numpy, new_storage, tensor
 
-__all__ = ["ZERO_NEW", "NBXTensor", "check_device", "empty_tensor", "from_dlpack", "from_numpy", "tensor"]
+__all__ = ["ZERO_NEW", "NBXTensor", "check_device", "empty_tensor", "from_dlpack", "from_numpy", "new_storage",
+           "tensor"]

@@ -234,8 +234,19 @@ def empty_tensor(shape: Sequence[int], dtype: D.DType, device: Device | None = N
     """A new contiguous tensor with unspecified values (zeros when ``zero``)."""
     dev = device if device is not None else CPU
     shape = tuple(shape)
-    storage = allocate(numel(shape) * dtype.itemsize, dev, zero=zero or ZERO_NEW)
-    return NBXTensor(storage, shape, contiguous_strides(shape), 0, dtype)
+    return NBXTensor(new_storage(numel(shape) * dtype.itemsize, dev, zero), shape, contiguous_strides(shape), 0, dtype)
+
+
+def new_storage(nbytes: int, device: Device, zero: bool = False) -> Any:
+    """A new storage for a tensor: :func:`~nbx_core.memory.allocate`, zeroed too on the aot backend.
+
+    The aot backend's zeroing is not the run's request, so a recorder sees the allocation as the
+    cuda backend's: a plan recorded on aot then zero-fills and fuses what one recorded on cuda does.
+    """
+    storage = allocate(nbytes, device, zero=zero)
+    if ZERO_NEW and not zero and isinstance(storage, HostStorage):  # aot tensors live on the host
+        storage.array.fill(0)
+    return storage
 
 
 def _host_from_numpy(arr: np.ndarray, dtype: D.DType) -> NBXTensor:

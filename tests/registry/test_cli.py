@@ -252,6 +252,7 @@ def graph_reader(monkeypatch, ops: dict[str, int]) -> list[str]:
         return ops
 
     fake_module(monkeypatch, "nbx_core.graph", required_ops=required_ops)
+    fake_module(monkeypatch, "nbx_core.graph.bundle", summary=lambda path: [])  # the graph has no kernel bundle
     return read
 
 
@@ -275,7 +276,7 @@ def test_check_json_and_success(nbx, monkeypatch):
     code, out, err = nbx("registry", "check", *SELECT, *PREFER, "model.nbx", "--format", "json")
     assert (code, err) == (0, "")
     document = json.loads(out)
-    assert set(document) == {"schema", "graph", "ops", "unresolved", "problems"}
+    assert set(document) == {"schema", "graph", "ops", "unresolved", "bundle", "problems"}
     assert document["unresolved"] == []
     assert document["ops"][0] == {"name": "aten::relu", "count": 1, "status": "resolved", "plugin": "acme",
                                   "distribution": "acme-kernels", "version": "0.1.0",
