@@ -41,8 +41,8 @@ FLOATING: frozenset[D.DType] = frozenset(D.FLOATING)
 """float16, bfloat16, float32, float64: what floating kernels compute in (float8 is its own category)."""
 FLOAT8: frozenset[D.DType] = frozenset({D.float8_e4m3fn, D.float8_e5m2})
 COMPLEX: frozenset[D.DType] = frozenset({D.complex64})
-REAL: frozenset[D.DType] = BOOL | INTEGRAL | FLOATING
-"""The dtypes most kernels compute in: everything but float8 and complex."""
+REAL: frozenset[D.DType] = BOOL | INTEGRAL | FLOATING | FLOAT8
+"""Every dtype but complex."""
 INDEX: frozenset[D.DType] = frozenset({D.int32, D.int64})
 """Index tensors (gather, scatter, embedding ...)."""
 
@@ -104,12 +104,15 @@ def optional_tensor(op: str, value: Any, arg: str, *, dtypes: Collection[D.DType
     return tensor_arg(op, value, arg, dtypes=dtypes, ndim=ndim)
 
 
-def check_dtype(op: str, t: NBXTensor, arg: str, dtypes: Collection[D.DType], *, fix: str | None = None) -> NBXTensor:
-    """``t`` when its dtype is one of ``dtypes``; ``fix`` replaces the suggested cast in the message."""
-    if t.dtype not in dtypes:
-        raise NbxTypeError(f"{op}: {arg} has dtype {t.dtype}, expected {describe(dtypes)}: "
-                           f"{fix or _cast_hint(dtypes)}")
-    return t
+def check_dtype(op: str, t: Operand, arg: str, dtypes: Collection[D.DType], *, fix: str | None = None) -> Operand:
+    """``t`` when its dtype (a Python number's: bool, int64, float32) is one of ``dtypes``; ``fix``
+    replaces the suggested cast in the message."""
+    if dtype_of(t) in dtypes:
+        return t
+    if not isinstance(t, NBXTensor):
+        raise NbxTypeError(f"{op}: {arg} is the {type(t).__name__} {t!r}, expected {describe(dtypes)} values: "
+                           f"{fix or 'pass one of those'}")
+    raise NbxTypeError(f"{op}: {arg} has dtype {t.dtype}, expected {describe(dtypes)}: {fix or _cast_hint(dtypes)}")
 
 
 def dtype_arg(op: str, value: Any, dtypes: Collection[D.DType] | None = None, arg: str = "dtype") -> D.DType | None:

@@ -14,7 +14,8 @@ X = nbx.tensor([[1.5, -2.0, 3.0], [4.0, 0.5, -6.0]])
 def test_describe_names_whole_categories_and_single_dtypes():
     assert A.describe(A.FLOATING) == "floating (float16, bfloat16, float32, float64)"
     assert A.describe(A.FLOATING | A.FLOAT8) == "floating"
-    assert A.describe(A.REAL) == "bool, integer or floating (float16, bfloat16, float32, float64)"
+    assert A.describe(A.REAL) == "bool, integer or floating"
+    assert A.describe(A.REAL - A.FLOAT8) == "bool, integer or floating (float16, bfloat16, float32, float64)"
     assert A.describe({D.float32, D.float64}) == "float32 or float64"
     assert A.describe(A.INDEX) == "int32 or int64"
     assert A.describe(A.COMPLEX) == "complex64"
@@ -42,6 +43,13 @@ def test_the_suggested_cast_is_one_the_op_takes():
         A.check_dtype("aten::istft", X, "self", A.COMPLEX)
     with pytest.raises(NbxTypeError, match="use a float input"):
         A.check_dtype("aten::cdist", X.to(D.int32), "x1", {D.float32}, fix="use a float input")
+
+
+def test_a_python_number_is_checked_by_its_scalar_dtype():
+    assert A.check_dtype("aten::bitwise_and", 3, "other", A.INTEGRAL | A.BOOL) == 3
+    with pytest.raises(NbxTypeError, match=r"aten::bitwise_and: other is the float 1\.5, expected bool or integer "
+                                           "values: pass one of those"):
+        A.check_dtype("aten::bitwise_and", 1.5, "other", A.INTEGRAL | A.BOOL)
 
 
 def test_optional_tensor():
