@@ -82,8 +82,9 @@ def _cast_hint(dtypes: Collection[D.DType]) -> str:
 
 
 def tensor_arg(op: str, value: Any, arg: str = "self", *, dtypes: Collection[D.DType] | None = None,
-               ndim: int | Collection[int] | None = None) -> NBXTensor:
-    """``value`` as an NBXTensor (of one of ``dtypes``, with one of the ranks ``ndim``, when given)."""
+               ndim: int | Collection[int] | None = None, min_ndim: int = 0) -> NBXTensor:
+    """``value`` as an NBXTensor (of one of ``dtypes``, with one of the ranks ``ndim`` or at least
+    ``min_ndim`` dims, when given)."""
     if not isinstance(value, NBXTensor):
         raise NbxTypeError(f"{op}: {arg} must be a tensor, got {type(value).__name__}: pass an NBXTensor "
                            "(nbx_core.tensor(...) makes one)")
@@ -91,17 +92,17 @@ def tensor_arg(op: str, value: Any, arg: str = "self", *, dtypes: Collection[D.D
         check_dtype(op, value, arg, dtypes)
     if ndim is not None:
         check_ndim(op, value, arg, ndim)
-    return value
+    return check_min_ndim(op, value, arg, min_ndim)
 
 
 def optional_tensor(op: str, value: Any, arg: str, *, dtypes: Collection[D.DType] | None = None,
-                    ndim: int | Collection[int] | None = None) -> NBXTensor | None:
+                    ndim: int | Collection[int] | None = None, min_ndim: int = 0) -> NBXTensor | None:
     """``value`` as an NBXTensor as :func:`tensor_arg` checks it, or None."""
     if value is None:
         return None
     if not isinstance(value, NBXTensor):
         raise NbxTypeError(f"{op}: {arg} must be a tensor or None, got {type(value).__name__}")
-    return tensor_arg(op, value, arg, dtypes=dtypes, ndim=ndim)
+    return tensor_arg(op, value, arg, dtypes=dtypes, ndim=ndim, min_ndim=min_ndim)
 
 
 def check_dtype(op: str, t: Operand, arg: str, dtypes: Collection[D.DType], *, fix: str | None = None) -> Operand:

@@ -33,6 +33,8 @@ def test_tensor_arg_checks_dtype_and_rank_when_asked():
         A.tensor_arg("aten::gelu", X.to(D.int64), dtypes=A.FLOATING)
     with pytest.raises(ShapeError, match=r"aten::mv: vec must be 1-D, got a 2-D tensor of shape \[2, 3\]"):
         A.tensor_arg("aten::mv", X, "vec", ndim=1)
+    with pytest.raises(ShapeError, match=r"batch_norm: input must have at least 3 dims, got shape \[2, 3\]"):
+        A.tensor_arg("batch_norm", X, "input", min_ndim=3)
 
 
 def test_the_suggested_cast_is_one_the_op_takes():
