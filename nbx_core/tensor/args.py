@@ -136,7 +136,13 @@ def same_dtype(op: str, *named: tuple[str, NBXTensor]) -> D.DType:
     return named[0][1].dtype
 
 
+_RANK_NAMES = {1: "1-D (a vector)", 2: "2-D (a matrix)"}
+
+
 def _rank(ndims: Collection[int]) -> str:
+    if len(ndims) == 1:
+        (n,) = ndims
+        return _RANK_NAMES.get(n, f"{n}-D")
     return _listed([f"{n}-D" for n in sorted(ndims)])
 
 
@@ -243,9 +249,9 @@ def non_negative(op: str, vals: Sequence[int], arg: str) -> None:
         raise NbxValueError(f"{op}: {arg} must be non-negative, got {list(vals)}")
 
 
-def number_arg(op: str, value: Any, arg: str) -> float | int:
-    """``value`` when it is a real Python number (an int or a float, not a bool)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
+def number_arg(op: str, value: Any, arg: str, *, allow_bool: bool = False) -> bool | int | float:
+    """``value`` when it is a real Python number: an int or a float (or a bool, when ``allow_bool``)."""
+    if (isinstance(value, bool) and not allow_bool) or not isinstance(value, int | float):
         raise NbxTypeError(f"{op}: {arg} must be a number, got {type(value).__name__}")
     return value
 

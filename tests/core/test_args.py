@@ -31,7 +31,8 @@ def test_tensor_arg_checks_dtype_and_rank_when_asked():
     with pytest.raises(NbxTypeError, match=r"aten::gelu: self has dtype int64, expected floating \(float16, "
                                            r"bfloat16, float32, float64\): cast it with \.to\(float32\) first"):
         A.tensor_arg("aten::gelu", X.to(D.int64), dtypes=A.FLOATING)
-    with pytest.raises(ShapeError, match=r"aten::mv: vec must be 1-D, got a 2-D tensor of shape \[2, 3\]"):
+    with pytest.raises(ShapeError, match=r"aten::mv: vec must be 1-D \(a vector\), got a 2-D tensor of shape "
+                                        r"\[2, 3\]"):
         A.tensor_arg("aten::mv", X, "vec", ndim=1)
     with pytest.raises(ShapeError, match=r"batch_norm: input must have at least 3 dims, got shape \[2, 3\]"):
         A.tensor_arg("batch_norm", X, "input", min_ndim=3)
@@ -136,6 +137,9 @@ def test_ints_and_numbers():
     assert A.number_arg("op", 0.5, "alpha") == 0.5
     with pytest.raises(NbxTypeError, match="alpha must be a number, got NoneType"):
         A.number_arg("op", None, "alpha")
+    with pytest.raises(NbxTypeError, match="alpha must be a number, got bool"):
+        A.number_arg("op", True, "alpha")
+    assert A.number_arg("op", True, "alpha", allow_bool=True) is True
     assert A.probability("op", 1) == 1.0
     with pytest.raises(NbxValueError, match=r"p must be in the range \[0, 1\], got 1.5"):
         A.probability("op", 1.5)

@@ -162,9 +162,7 @@ def _scalar(op: str, value: Any, common: D.DType, arg: str) -> bool | int | floa
     """torch's alpha_check: bool only for bool results, no float for integral results."""
     if type(value) is int:
         return value
-    if not isinstance(value, bool):
-        number_arg(op, value, arg)
-    elif common is not D.bool_:
+    if isinstance(number_arg(op, value, arg, allow_bool=True), bool) and common is not D.bool_:
         raise NbxTypeError(f"{op}: boolean {arg} is only supported for bool results: pass an int or float")
     if common.is_integral and isinstance(value, float):
         raise NbxTypeError(
