@@ -51,8 +51,8 @@ def _names(dtypes: Collection[D.DType]) -> list[str]:
     return [d.name for d in D.ALL if d in dtypes]
 
 
-def _listed(words: Sequence[str]) -> str:
-    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+def _listed(words: Sequence[str], conjunction: str = "or") -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} {conjunction} {words[-1]}"
 
 
 def describe(dtypes: Collection[D.DType]) -> str:
@@ -127,13 +127,14 @@ def dtype_arg(op: str, value: Any, dtypes: Collection[D.DType] | None = None, ar
 
 
 def same_dtype(op: str, *named: tuple[str, NBXTensor]) -> D.DType:
-    """The one dtype of the ``(name, tensor)`` pairs; different dtypes are an error naming them all."""
-    dtypes = {t.dtype for _, t in named}
-    if len(dtypes) > 1:
-        names = [name for name, _ in named]
-        raise NbxTypeError(f"{op}: {_listed(names).replace(' or ', ' and ')} must have the same dtype, got "
-                           f"{', '.join(f'{t.dtype} ({name})' for name, t in named)}: cast them to one dtype")
-    return named[0][1].dtype
+    """The one dtype of the ``(name, tensor)`` pairs; the error names the first that differs."""
+    first_name, first = named[0]
+    for name, t in named[1:]:
+        if t.dtype is not first.dtype:
+            every = _listed([n for n, _ in named], "and") if len(named) <= 4 else "they"
+            raise NbxTypeError(f"{op}: {name} has dtype {t.dtype} but {first_name} has {first.dtype}: {every} "
+                               "must have the same dtype, cast them to one dtype")
+    return first.dtype
 
 
 _RANK_NAMES = {1: "1-D (a vector)", 2: "2-D (a matrix)"}

@@ -71,9 +71,12 @@ def test_dtype_arg():
 
 def test_same_dtype_names_every_argument():
     assert A.same_dtype("op", ("a", X), ("b", X)) is D.float32
-    with pytest.raises(NbxTypeError, match=r"query, key and value must have the same dtype, got float32 \(query\), "
-                                           r"float64 \(key\), float32 \(value\): cast them"):
+    with pytest.raises(NbxTypeError, match=r"sdpa: key has dtype float64 but query has float32: query, key and "
+                                           r"value must have the same dtype, cast them to one dtype"):
         A.same_dtype("sdpa", ("query", X), ("key", X.to(D.float64)), ("value", X))
+    many = [(f"params[{i}]", X) for i in range(5)] + [("params[5]", X.to(D.float16))]
+    with pytest.raises(NbxTypeError, match=r"params\[5\] has dtype float16 but params\[0\] has float32: they must"):
+        A.same_dtype("lstm", *many)
 
 
 def test_ranks():
