@@ -192,8 +192,9 @@ def out_arg(op: str, out: Any, shape: Sequence[int], dtype: D.DType) -> NBXTenso
         return None
     tensor_arg(op, out, "out")
     if tuple(out.shape) != tuple(shape) or out.dtype is not dtype:
-        raise ShapeError(f"{op}: out is a {out.dtype} tensor of shape {list(out.shape)}, but the result is "
-                         f"{dtype} of shape {list(shape)}: pass an out of that shape and dtype")
+        error = ShapeError if tuple(out.shape) != tuple(shape) else NbxTypeError
+        raise error(f"{op}: out is a {out.dtype} tensor of shape {list(out.shape)}, but the result is "
+                    f"{dtype} of shape {list(shape)}: pass an out of that shape and dtype")
     return out
 
 

@@ -107,9 +107,12 @@ def test_broadcasting():
 def test_out_arg():
     assert A.out_arg("op", None, (2, 3), D.float32) is None
     assert A.out_arg("op", X, (2, 3), D.float32) is X
-    with pytest.raises(ShapeError, match=r"out is a float32 tensor of shape \[2, 3\], but the result is float64 of "
-                                         r"shape \[2, 3\]"):
+    with pytest.raises(NbxTypeError, match=r"out is a float32 tensor of shape \[2, 3\], but the result is float64 "
+                                           r"of shape \[2, 3\]"):
         A.out_arg("op", X, (2, 3), D.float64)
+    with pytest.raises(ShapeError, match=r"out is a float32 tensor of shape \[2, 3\], but the result is float32 of "
+                                         r"shape \[3\]"):
+        A.out_arg("op", X, (3,), D.float32)
 
 
 def test_operands_and_their_dtypes():
