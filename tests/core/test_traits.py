@@ -34,3 +34,10 @@ def test_check_range_names_op_argument_and_value():
     with pytest.raises(IndexOutOfRangeError, match=r"aten::scatter_: index holds 5, out of bounds for a dimension "
                                                    r"of size 3"):
         index_range.check_range("aten::scatter_", "index", tensor([[0, 5], [1, 0]]).t(), 3)
+
+
+def test_plugin_kernels_read_the_traits_too():
+    activation = pytest.importorskip("nbx_elementwise.activation")
+    flash = pytest.importorskip("nbx_attention.flash_attention")
+    assert activation._FAST_RCP.value == traits.TRAITS.has_inline_asm
+    assert flash.WARP_SPECIALIZE == (not traits.TRAITS.interpreted)
