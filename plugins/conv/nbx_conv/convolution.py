@@ -429,6 +429,8 @@ def _convnd(op: str, spatial: int, input: object, weight: object, bias: object, 
         x = unsqueeze(x, 0)
     out_hw = None
     if isinstance(padding, str):
+        if transposed:
+            raise NbxTypeError(f"{op}: padding must be ints, got a string")
         if padding == "valid":
             pad = (0,) * spatial
         elif padding == "same":
@@ -485,8 +487,6 @@ def conv_transpose1d(input: NBXTensor, weight: NBXTensor, bias: NBXTensor | None
                      padding: object = 0, output_padding: object = 0, groups: int = 1,
                      dilation: object = 1) -> NBXTensor:
     """``aten::conv_transpose1d``: weight (C_in, C_out/groups, kW)."""
-    if isinstance(padding, str):
-        raise NbxTypeError("conv_transpose1d: padding must be ints, got a string")
     return _convnd("conv_transpose1d", 1, input, weight, bias, stride, padding, dilation, True, output_padding,
                    groups)
 
@@ -495,8 +495,6 @@ def conv_transpose2d(input: NBXTensor, weight: NBXTensor, bias: NBXTensor | None
                      padding: object = 0, output_padding: object = 0, groups: int = 1,
                      dilation: object = 1) -> NBXTensor:
     """``aten::conv_transpose2d.input``: weight (C_in, C_out/groups, kH, kW)."""
-    if isinstance(padding, str):
-        raise NbxTypeError("conv_transpose2d: padding must be ints, got a string")
     return _convnd("conv_transpose2d", 2, input, weight, bias, stride, padding, dilation, True, output_padding,
                    groups)
 

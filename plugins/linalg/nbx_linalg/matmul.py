@@ -397,6 +397,21 @@ def _result_dtype(op: str, dtype: D.DType, out_dtype: Any) -> D.DType:
     return want
 
 
+def _add_product(op: str, self: Any, a: tuple[str, Any], b: tuple[str, Any], ndim: int, out_dtype: Any,
+                 beta: Any, alpha: Any) -> D.DType:
+    """The checks addmm and baddbmm share: ``self`` and two named ``ndim``-D factors of one dtype (self's
+    too unless ``out_dtype``), number scalars; returns the result dtype."""
+    tensor_arg(op, self, "self", dtypes=DTYPES)
+    for name, t in (a, b):
+        tensor_arg(op, t, name, dtypes=DTYPES, ndim=ndim)
+    dtype = same_dtype(op, a, b)
+    if out_dtype is None:
+        same_dtype(op, ("self", self), a)
+    dtype = _result_dtype(op, dtype, out_dtype)
+    _scalars(op, beta, alpha)
+    return dtype
+
+
 def _mul_shapes(op: str, a: tuple[int, ...], b: tuple[int, ...], ka: int, kb: int) -> None:
     if ka != kb:
         raise ShapeError(f"{op}: shapes {a} and {b} cannot be multiplied ({ka} != {kb} along the contracted dim)")
@@ -433,14 +448,7 @@ def addmm(self: NBXTensor, mat1: NBXTensor, mat2: NBXTensor, out_dtype: Any = No
           alpha: Any = 1, out: NBXTensor | None = None) -> NBXTensor:
     """aten::addmm: ``beta * self + alpha * (mat1 @ mat2)``; ``self`` broadcasts to (M, N)."""
     op = "aten::addmm"
-    tensor_arg(op, self, "self", dtypes=DTYPES)
-    tensor_arg(op, mat1, "mat1", dtypes=DTYPES, ndim=2)
-    tensor_arg(op, mat2, "mat2", dtypes=DTYPES, ndim=2)
-    dtype = same_dtype(op, ("mat1", mat1), ("mat2", mat2))
-    if out_dtype is None:
-        same_dtype(op, ("self", self), ("mat1", mat1))
-    dtype = _result_dtype(op, dtype, out_dtype)
-    _scalars(op, beta, alpha)
+    dtype = _add_product(op, self, ("mat1", mat1), ("mat2", mat2), 2, out_dtype, beta, alpha)
     _mul_shapes(op, mat1.shape, mat2.shape, mat1.shape[1], mat2.shape[0])
     shape = (mat1.shape[0], mat2.shape[1])
     check_broadcasts_to(op, self, "self", shape)
@@ -451,14 +459,7 @@ def baddbmm(self: NBXTensor, batch1: NBXTensor, batch2: NBXTensor, out_dtype: An
             alpha: Any = 1, out: NBXTensor | None = None) -> NBXTensor:
     """aten::baddbmm: ``beta * self + alpha * bmm(batch1, batch2)``; ``self`` broadcasts to (B, M, N)."""
     op = "aten::baddbmm"
-    tensor_arg(op, self, "self", dtypes=DTYPES)
-    tensor_arg(op, batch1, "batch1", dtypes=DTYPES, ndim=3)
-    tensor_arg(op, batch2, "batch2", dtypes=DTYPES, ndim=3)
-    dtype = same_dtype(op, ("batch1", batch1), ("batch2", batch2))
-    if out_dtype is None:
-        same_dtype(op, ("self", self), ("batch1", batch1))
-    dtype = _result_dtype(op, dtype, out_dtype)
-    _scalars(op, beta, alpha)
+    dtype = _add_product(op, self, ("batch1", batch1), ("batch2", batch2), 3, out_dtype, beta, alpha)
     if batch1.shape[0] != batch2.shape[0]:
         raise ShapeError(f"{op}: batch1 and batch2 must have the same number of batches, got {batch1.shape[0]} "
                          f"and {batch2.shape[0]}")
