@@ -21,6 +21,7 @@ from ..device import Device, as_device
 from ..errors import DeviceError, NbxTypeError, NbxValueError
 from ..shape import broadcast_shapes, contiguous_strides
 from ..tensor import NBXTensor, empty_tensor
+from ..tensor.args import tensor_arg
 from . import layout as formats
 from . import views
 
@@ -87,8 +88,7 @@ def _copy_same_device(dst: NBXTensor, src: NBXTensor) -> None:
 
 def copy_(self: NBXTensor, src: NBXTensor, non_blocking: bool = False) -> NBXTensor:
     """Write ``src`` into ``self`` in place, broadcasting and casting to ``self``'s dtype."""
-    if not isinstance(src, NBXTensor):
-        raise NbxTypeError(f"copy_: src must be an NBXTensor, got {type(src).__name__}")
+    tensor_arg("copy_", src, "src")
     if len(src.shape) > len(self.shape) or broadcast_shapes("copy_", self.shape, src.shape) != self.shape:
         raise NbxValueError(f"copy_: src of shape {src.shape} cannot be broadcast to self's shape {self.shape}")
     _check_writable("copy_", self)
@@ -239,8 +239,7 @@ def to_arguments(op: str, args: tuple[Any, ...], kwargs: dict[str, Any], *,
         given[key] = value
     other = given.pop("other", None)
     if other is not None:
-        if not isinstance(other, NBXTensor):
-            raise NbxTypeError(f"{op}: other must be an NBXTensor, got {type(other).__name__}")
+        tensor_arg(op, other, "other")
         given.setdefault("dtype", other.dtype)
         given.setdefault("device", other.device)
     dtype = given.get("dtype")

@@ -8,6 +8,7 @@ from .. import dtypes as D
 from ..errors import NbxTypeError, NbxValueError, ShapeError
 from ..shape import as_shape, wrap_dim
 from ..tensor import NBXTensor, check_device, empty_tensor
+from ..tensor.args import tensor_arg
 from . import views
 from .copy import clone, copy_
 
@@ -19,8 +20,7 @@ def _tensors(op: str, tensors: Sequence[NBXTensor]) -> list[NBXTensor]:
     if not out:
         raise NbxValueError(f"{op}: expected a non-empty list of tensors")
     for i, t in enumerate(out):
-        if not isinstance(t, NBXTensor):
-            raise NbxTypeError(f"{op}: tensors[{i}] must be an NBXTensor, got {type(t).__name__}")
+        tensor_arg(op, t, f"tensors[{i}]")
     return out
 
 

@@ -8,6 +8,7 @@ from .. import dtypes as D
 from ..errors import NbxTypeError, NbxValueError
 from ..shape import as_shape, check_shape, contiguous_strides, numel
 from ..tensor import NBXTensor, check_device, empty_tensor
+from ..tensor.args import tensor_arg
 from . import views
 from .creation import zeros
 
@@ -31,8 +32,7 @@ def is_nonzero(self: NBXTensor) -> bool:
 
 def equal(self: NBXTensor, other: NBXTensor) -> bool:
     """True when both tensors have one shape and equal elements (NaN equals nothing)."""
-    if not isinstance(other, NBXTensor):
-        raise NbxTypeError(f"equal: other must be an NBXTensor, got {type(other).__name__}")
+    tensor_arg("equal", other, "other")
     device = check_device("equal", self, other)
     if self.shape != other.shape:
         return False

@@ -25,18 +25,13 @@ from ..shape import (
     numel as _numel,
 )
 from ..tensor import NBXTensor
+from ..tensor.args import tensor_arg
 from .layout import format_name, is_contiguous_as
 
 
 def _view(t: NBXTensor, shape: Sequence[int], strides: Sequence[int], offset: int | None = None,
           dtype: D.DType | None = None) -> NBXTensor:
     return NBXTensor(t._storage, shape, strides, t._offset if offset is None else offset, dtype or t.dtype)
-
-
-def _check_tensor(op: str, t: Any, arg: str = "self") -> NBXTensor:
-    if not isinstance(t, NBXTensor):
-        raise NbxTypeError(f"{op}: {arg} must be an NBXTensor, got {type(t).__name__}")
-    return t
 
 
 def alias(self: NBXTensor) -> NBXTensor:
@@ -56,7 +51,7 @@ def lift_fresh(self: NBXTensor) -> NBXTensor:
 
 def view(self: NBXTensor, *size: Any) -> NBXTensor:
     """``view(shape)``; ``view(dtype)`` reinterprets the bytes when the element sizes allow."""
-    _check_tensor("view", self)
+    tensor_arg("view", self)
     if len(size) == 1 and (isinstance(size[0], D.DType) or isinstance(size[0], str)):
         return view_dtype(self, D.as_dtype(size[0]))
     shape = infer_size("view", as_shape("view", size), self.numel())
@@ -105,7 +100,7 @@ def view_as(self: NBXTensor, other: NBXTensor) -> NBXTensor:
 
 def reshape(self: NBXTensor, *shape: Any) -> NBXTensor:
     """A view when the strides allow one, else a contiguous copy (torch's rule)."""
-    _check_tensor("reshape", self)
+    tensor_arg("reshape", self)
     target = infer_size("reshape", as_shape("reshape", shape), self.numel())
     strides = view_strides(self._shape, self._strides, target)
     if strides is not None:
@@ -132,7 +127,7 @@ def flatten(self: NBXTensor, start_dim: int = 0, end_dim: int = -1) -> NBXTensor
 
 
 def permute(self: NBXTensor, *dims: Any) -> NBXTensor:
-    _check_tensor("permute", self)
+    tensor_arg("permute", self)
     order = as_shape("permute", dims, "dims")
     if len(order) != self.ndim:
         raise ShapeError(f"permute: dims {order} must name each of the tensor's {self.ndim} dims once")
@@ -461,8 +456,8 @@ def tensor_split(self: NBXTensor, indices_or_sections: Any, dim: int = 0) -> tup
 def _atleast(op: str, one: Any, tensors: Any) -> NBXTensor | list[NBXTensor]:
     # ATen's ``.default`` takes one tensor, ``.Sequence`` a list, and returns a list.
     if isinstance(tensors, list | tuple):
-        return [one(_check_tensor(op, t, f"tensors[{i}]")) for i, t in enumerate(tensors)]
-    return one(_check_tensor(op, tensors))
+        return [one(tensor_arg(op, t, f"tensors[{i}]")) for i, t in enumerate(tensors)]
+    return one(tensor_arg(op, tensors))
 
 
 def _at_least_1d(t: NBXTensor) -> NBXTensor:

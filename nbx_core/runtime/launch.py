@@ -29,8 +29,9 @@ from .. import backend as _backend
 from ..errors import BackendError, DeviceError, NbxTypeError
 from ..memory import events as _events
 from ..tensor import NBXTensor
+from .traits import TRAITS
 
-BACKEND = _backend.current()
+BACKEND = TRAITS.name
 
 import triton  # noqa: E402  (Triton must see the backend's settings when first imported)
 

@@ -29,6 +29,7 @@ from .. import dtypes as D
 from ..errors import NbxTypeError, NbxValueError
 from ..shape import broadcast_shapes, broadcast_strides, coalesce, contiguous_strides, numel
 from ..tensor import NBXTensor, check_device, new_storage
+from ..tensor.args import operand
 from .kernels.copy import cast_to
 from .kernels.indexing import Strided, block_indices, needs_int64, offsets
 from .launch import BACKEND, block_size, cdiv, prepare
@@ -99,10 +100,6 @@ def _pointwise_kernel(
         tl.store(out_ptr + offsets(idx, shape, out_strides, NDIM, CONTIG), y)
     else:
         tl.store(out_ptr + offsets(idx, shape, out_strides, NDIM, CONTIG), y, mask=mask)
-
-
-def _is_number(v: Any) -> bool:
-    return isinstance(v, bool | int | float)
 
 
 def check_castable(op: str, result: D.DType, out: D.DType) -> None:
@@ -189,8 +186,7 @@ def _make_plan(op: str, fn: Any, operands: tuple, dtype: D.DType | None, compute
         raise NbxValueError(f"{op}: pointwise takes 1 to {MAX_OPERANDS} operands, got {len(operands)}")
     tensors = [t for t in operands if isinstance(t, NBXTensor)]
     for i, v in enumerate(operands):
-        if not isinstance(v, NBXTensor) and not _is_number(v):
-            raise NbxTypeError(f"{op}: operand {i} must be a tensor or a number, got {type(v).__name__}")
+        operand(op, v, f"operand {i}")
     if not tensors and out is None:
         raise NbxTypeError(f"{op}: needs at least one tensor operand")
     device = check_device(op, *tensors, *([out] if out is not None else []))

@@ -17,7 +17,7 @@ import numpy as np
 from .. import backend as _backend
 from .. import dtypes as D
 from ..device import CPU, Device, as_device
-from ..errors import DeviceError, IndexOutOfRangeError, NbxTypeError, NbxValueError
+from ..errors import IndexOutOfRangeError, NbxTypeError, NbxValueError
 from ..memory import allocate, events
 from ..memory.host import HostStorage
 from ..shape import contiguous_strides, is_contiguous, numel
@@ -316,20 +316,6 @@ def from_dlpack(obj: Any) -> NBXTensor:
         return obj
     storage, shape, strides, dtype = dlpack.unpack(obj)
     return NBXTensor(storage, shape, strides, 0, dtype)
-
-
-def check_device(op: str, *tensors: NBXTensor) -> Device:
-    """The one device all ``tensors`` share; mixing devices is an error naming the op."""
-    dev = None
-    for t in tensors:
-        if not isinstance(t, NBXTensor):
-            continue
-        if dev is None:
-            dev = t.device
-        elif t.device != dev:
-            raise DeviceError(f"{op}: expected all tensors on one device, got {dev} and {t.device}: "
-                              "move them with .to(device) first")
-    return dev if dev is not None else CPU
 
 
 # -- Python indexing: ints, slices, None and Ellipsis are views (select, slice, unsqueeze); tensor,

@@ -183,7 +183,7 @@ def test_cuda_variants_bad_input():
             run_op(name, q[0], k[0], v[0], *args)
         with pytest.raises(ShapeError, match="query head dim 16 != key head dim 8"):
             run_op(name, q, make((1, 2, 7, 8)), v, *args)
-        with pytest.raises(NbxTypeError, match="must share one dtype"):
+        with pytest.raises(NbxTypeError, match="must have the same dtype"):
             run_op(name, q, k.half(), v, *args)
         with pytest.raises(ShapeError, match="heads .* must divide query heads"):
             run_op(name, q, make((1, 3, 7, 16)), make((1, 3, 7, 16)), *args)

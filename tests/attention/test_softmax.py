@@ -107,7 +107,8 @@ def test_out_overloads():
     check_op("aten::log_softmax.int_out", x, 0, out=torch.empty(3, 7))
     check_op("aten::_softmax.out", x, 1, False, out=torch.empty(3, 7))
     check_op("aten::_log_softmax.out", x, 1, False, out=torch.empty(3, 7))
-    with pytest.raises(NbxValueError, match="out must be a float32 tensor of shape"):
+    with pytest.raises(NbxValueError, match=r"out is a float32 tensor of shape \[3, 6\], but the result is float32 "
+                                            r"of shape \[3, 7\]"):
         run_op("aten::softmax.int_out", x, 1, out=torch.empty(3, 6))
 
 
@@ -116,7 +117,8 @@ def test_bad_input(name, extra):
     x = make((3, 4), "float32")
     check_raises(name, x, 2, *extra, match="out of range")
     check_raises(name, x, -3, *extra, match="out of range")
-    check_raises(name, torch.arange(6).view(2, 3), 1, *extra, match="needs float16, bfloat16, float32 or float64")
+    check_raises(name, torch.arange(6).view(2, 3), 1, *extra,
+                 match="self has dtype int64, expected floating .*: pass dtype=float32")
     check_raises(name, torch.ones(2, 3, dtype=torch.bool), 1, *extra)
     check_raises(name, x.to(torch.complex64), 1, *extra, match="complex")
     with pytest.raises(IndexOutOfRangeError):
@@ -125,5 +127,5 @@ def test_bad_input(name, extra):
 
 @pytest.mark.parametrize("name", ["aten::softmax", "aten::log_softmax", "aten::_safe_softmax"])
 def test_bad_dtype_argument(name):
-    check_raises(name, make((2, 3), "float32"), 1, torch.int64, match="dtype is int64")
-    check_raises(name, make((2, 3), "float32"), 1, torch.bool, match="dtype is bool")
+    check_raises(name, make((2, 3), "float32"), 1, torch.int64, match="dtype=int64 is not supported, expected floating")
+    check_raises(name, make((2, 3), "float32"), 1, torch.bool, match="dtype=bool is not supported, expected floating")

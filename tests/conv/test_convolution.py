@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from nbx_core.errors import DeviceError, NbxError
+from nbx_core.registry import get_registry
 from nbx_core.testing import check_op, check_raises, from_torch, layouts, make, numeric, run_op
 
 HALF_TOL = {"float16": (2e-3, 2e-3), "bfloat16": (2e-2, 2e-2)}
@@ -156,9 +157,11 @@ def test_bad_inputs(on_cuda):
                  match="output_padding")
     with pytest.raises(NbxError, match="padding string"):
         run_op("aten::conv2d.padding", x, w, None, [1, 1], "full")
+    for op, weight in (("conv_transpose1d", make((3, 2, 3))), ("conv_transpose2d", make((3, 2, 3, 3)))):
+        with pytest.raises(NbxError, match=f"{op}: padding must be ints, got a string"):
+            get_registry().lookup(f"aten::{op}")(from_torch(x[0] if op.endswith("1d") else x),
+                                                  from_torch(weight), None, 1, "same")
     with pytest.raises(DeviceError, match="device"):
-        from nbx_core.registry import get_registry
-
         get_registry().call("aten::conv2d", from_torch(x), on_cuda(from_torch(w)), None, [1, 1], [0, 0])
 
 

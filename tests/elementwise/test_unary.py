@@ -134,7 +134,7 @@ def test_rejects_complex_and_non_tensors():
     z = torch.complex(make((3,)), make((3,)))
     from nbx_core.errors import NbxTypeError
     from nbx_core.testing import run_op
-    with pytest.raises(NbxTypeError, match="aten::exp: complex"):
+    with pytest.raises(NbxTypeError, match="aten::exp: self has dtype complex64"):
         run_op("aten::exp", z)
-    with pytest.raises(NbxTypeError, match="'self' must be a tensor"):
+    with pytest.raises(NbxTypeError, match="self must be a tensor"):
         run_op("aten::sqrt", 2.0)

@@ -459,9 +459,10 @@ def test_bad_inputs_raise_before_launch():
 
 
 def test_out_of_wrong_shape_and_mixed_devices():
-    with pytest.raises(NbxError, match="out has shape"):
+    with pytest.raises(NbxError, match=r"out is a float32 tensor of shape \[4, 3\], but the result is float32 "
+                                       r"of shape \[3, 4\]"):
         run_op("aten::mm.out", make((3, 5)), make((5, 4)), out=torch.empty(4, 3))
-    with pytest.raises(NbxError, match="out has dtype"):
+    with pytest.raises(NbxError, match=r"out is a float64 tensor of shape \[3, 4\], but the result is float32"):
         run_op("aten::mm.out", make((3, 5)), make((5, 4)), out=torch.empty(3, 4, dtype=torch.float64))
     from nbx_core.memory import cuda
     from nbx_core.registry import get_registry

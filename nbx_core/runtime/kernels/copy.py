@@ -5,14 +5,14 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
+from ... import dtypes as D
 from ...shape import broadcast_strides, coalesce
-from ...tensor import NBXTensor
-from ..launch import BACKEND, Prepared, block_size, cdiv, prepare
+from ...tensor import NBXTensor, empty_tensor
+from ..launch import BACKEND, TRAITS, Prepared, block_size, cdiv, prepare
 from ..plans import PlanCache, geometry
 from .indexing import block_indices, needs_int64, offsets
 
-# Triton's interpreter truncates float32 to bfloat16; GPUs round to nearest even, as torch does.
-_ROUND_BF16_BY_HAND = tl.constexpr(BACKEND == "cpu")
+_ROUND_BF16_BY_HAND = tl.constexpr(TRAITS.rounds_bf16_by_hand)
 
 
 @triton.jit
@@ -59,6 +59,13 @@ def copy_into(dst: NBXTensor, src: NBXTensor) -> None:
     if dst.numel() == 0:
         return
     _plans.get((geometry(dst), geometry(src)), lambda: _plan(dst, src))(dst, src)
+
+
+def contiguous_copy(x: NBXTensor, dtype: D.DType | None = None) -> NBXTensor:
+    """A new contiguous tensor with ``x``'s values (cast to ``dtype``)."""
+    out = empty_tensor(x.shape, dtype or x.dtype, x.device)
+    copy_into(out, x)
+    return out
 
 
 _plans: PlanCache[Prepared] = PlanCache()

@@ -10,9 +10,9 @@ import triton
 import triton.language as tl
 from triton.language.extra import libdevice
 
-from ..launch import BACKEND
+from ..launch import TRAITS
 
-_LIBDEVICE = tl.constexpr(BACKEND != "cpu")
+_LIBDEVICE = tl.constexpr(TRAITS.has_libdevice)
 
 
 @triton.jit

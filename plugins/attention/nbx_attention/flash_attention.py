@@ -33,7 +33,7 @@ import math
 
 from nbx_core.runtime.kernels.dot import dot_operand
 from nbx_core.runtime.kernels.tickets import last_to_arrive, tickets
-from nbx_core.runtime.launch import BACKEND, cdiv, launch, multiprocessors, next_pow2
+from nbx_core.runtime.launch import BACKEND, TRAITS, cdiv, launch, multiprocessors, next_pow2
 
 # isort: split
 import triton
@@ -53,7 +53,7 @@ PROGRAMS_PER_SM = 2 if BACKEND != "cpu" else 0
 and splitting for four per SM was slower. The interpreter never splits unless a test raises it."""
 MIN_SPLIT_KEYS = 512
 """Fewest keys one split handles (tests lower both knobs to reach the split path)."""
-WARP_SPECIALIZE = BACKEND != "cpu"
+WARP_SPECIALIZE = not TRAITS.interpreted
 """Whether what :func:`nbx_attention.warp_specialized.applies` accepts runs that kernel (when it
 needs no key splits). The interpreter runs the portable kernel unless a test sets this."""
 

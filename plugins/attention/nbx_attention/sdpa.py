@@ -27,33 +27,36 @@ import math
 from typing import Any
 
 from nbx_core import dtypes as D
-from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
+from nbx_core.errors import NbxValueError, ShapeError
 from nbx_core.ops import views
 from nbx_core.ops.creation import full, zeros
 from nbx_core.shape import broadcast_shapes, numel
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
+from nbx_core.tensor.args import (
+    BOOL,
+    FLOATING,
+    check_dtype,
+    check_min_ndim,
+    check_ndim,
+    number_arg,
+    optional_tensor,
+    same_dtype,
+    tensor_arg,
+)
 
 from .flash_attention import additive_mask, flash_forward
 
-FLOATS = (D.float16, D.bfloat16, D.float32, D.float64)
 MAX_HEAD_DIM = 256
 
 
 def _check_qkv(op: str, query: Any, key: Any, value: Any, min_dim: int = 2, exact_dim: int | None = None) -> None:
     for arg, t in (("query", query), ("key", key), ("value", value)):
-        if not isinstance(t, NBXTensor):
-            raise NbxTypeError(f"{op}: {arg} must be an NBXTensor, got {type(t).__name__}")
-        if exact_dim is not None and t.ndim != exact_dim:
-            raise ShapeError(f"{op}: {arg} must be 4-D (batch, heads, length, head_dim), got shape {list(t.shape)}")
-        if t.ndim < min_dim:
-            raise ShapeError(f"{op}: {arg} must have at least {min_dim} dims (..., length, head_dim), "
-                             f"got shape {list(t.shape)}")
-    if query.dtype not in FLOATS:
-        raise NbxTypeError(f"{op}: query has dtype {query.dtype}; attention needs float16, bfloat16, float32 "
-                           "or float64: cast the inputs")
-    if not (query.dtype is key.dtype is value.dtype):
-        raise NbxTypeError(f"{op}: query, key and value must share one dtype, got {query.dtype}, {key.dtype} and "
-                           f"{value.dtype}: cast them to one dtype")
+        tensor_arg(op, t, arg)
+        if exact_dim is not None:
+            check_ndim(op, t, arg, exact_dim, f"{exact_dim}-D (batch, heads, length, head_dim)")
+        check_min_ndim(op, t, arg, min_dim, "(..., length, head_dim)")
+    check_dtype(op, query, "query", FLOATING, fix="cast the inputs")
+    same_dtype(op, ("query", query), ("key", key), ("value", value))
     E, Ek = query.shape[-1], key.shape[-1]
     if E != Ek:
         raise ShapeError(f"{op}: query head dim {E} != key head dim {Ek}: they must match")
@@ -67,21 +70,14 @@ def _check_qkv(op: str, query: Any, key: Any, value: Any, min_dim: int = 2, exac
 def _check_mask(op: str, mask: Any, query: NBXTensor, arg: str, allow_bool: bool = True) -> None:
     if mask is None:
         return
-    if not isinstance(mask, NBXTensor):
-        raise NbxTypeError(f"{op}: {arg} must be an NBXTensor or None, got {type(mask).__name__}")
-    ok = (D.float32, query.dtype) + ((D.bool_,) if allow_bool else ())
-    if mask.dtype not in ok:
-        kinds = "bool, float32 or the query dtype" if allow_bool else "float32 or the query dtype"
-        raise NbxTypeError(f"{op}: {arg} has dtype {mask.dtype}; it must be {kinds} ({query.dtype})")
+    optional_tensor(op, mask, arg, dtypes={D.float32, query.dtype} | (BOOL if allow_bool else set()))
     if mask.ndim < 2:
         raise ShapeError(f"{op}: {arg} must have at least 2 dims (L, S), got shape {list(mask.shape)}: "
                          "add the missing dims with unsqueeze")
 
 
 def _check_dropout(op: str, dropout_p: Any) -> None:
-    if not isinstance(dropout_p, int | float) or isinstance(dropout_p, bool):
-        raise NbxTypeError(f"{op}: dropout_p must be a float, got {type(dropout_p).__name__}")
-    if dropout_p != 0:
+    if number_arg(op, dropout_p, "dropout_p") != 0:
         raise NbxValueError(f"{op}: dropout_p={dropout_p} needs random dropout, which NBX (inference) does not "
                             "implement: pass dropout_p=0.0 (the model in eval mode)")
 
@@ -89,9 +85,7 @@ def _check_dropout(op: str, dropout_p: Any) -> None:
 def _scale(op: str, scale: Any, E: int) -> float:
     if scale is None:
         return 1.0 / math.sqrt(E)
-    if not isinstance(scale, int | float) or isinstance(scale, bool):
-        raise NbxTypeError(f"{op}: scale must be a float or None, got {type(scale).__name__}")
-    return float(scale)
+    return float(number_arg(op, scale, "scale"))
 
 
 def _as4d(t: NBXTensor, outer: tuple[int, ...], heads: int, rows: int, cols: int) -> NBXTensor:

@@ -20,13 +20,14 @@ import triton
 import triton.language as tl
 
 from nbx_core import dtypes as D
-from nbx_core.errors import NbxTypeError, NbxValueError
+from nbx_core.errors import NbxTypeError
 from nbx_core.ops.copy import copy_
 from nbx_core.runtime.kernels.copy import cast_to
 from nbx_core.runtime.kernels.indexing import needs_int64, strided_offsets
 from nbx_core.runtime.pointwise import tl_dtype
 from nbx_core.shape import coalesce, contiguous_strides, numel, wrap_dim
-from nbx_core.tensor import NBXTensor, check_device, empty_tensor
+from nbx_core.tensor import NBXTensor, empty_tensor
+from nbx_core.tensor.args import FLOATING, REAL, check_dtype, dtype_arg, out_arg, tensor_arg
 
 FUSED_MAX = 32768
 """Longest row kept whole in registers; longer rows take the two-pass kernel (tests lower it)."""
@@ -34,7 +35,6 @@ CHUNK = 4096
 """Chunk of the two-pass kernel (capped by FUSED_MAX)."""
 _TILE = 4096 if BACKEND != "cpu" else 1 << 14
 """Elements per program for short rows: several rows share one program up to this."""
-FLOATS = (D.float16, D.bfloat16, D.float32, D.float64)
 
 
 @triton.jit
@@ -130,24 +130,16 @@ def _launch_softmax(op: str, x: NBXTensor, dim: int, out_dtype: D.DType, in_dtyp
 
 def _check(op: str, x: object, dtype: object) -> tuple[NBXTensor, D.DType]:
     """The input and the result dtype; an integer input is accepted only with a floating ``dtype``."""
-    if not isinstance(x, NBXTensor):
-        raise NbxTypeError(f"{op}: self must be an NBXTensor, got {type(x).__name__}")
-    check_device(op, x)
-    want = D.as_dtype(dtype) if dtype is not None else x.dtype
-    if want not in FLOATS:
-        raise NbxTypeError(f"{op}: {'dtype' if dtype is not None else 'self'} is {want}; softmax needs float16, "
-                           "bfloat16, float32 or float64: pass dtype=float32 or cast the input")
-    if x.dtype.is_complex:
-        raise NbxTypeError(f"{op}: self is complex ({x.dtype}); softmax needs a real floating tensor")
-    return x, want
+    x = tensor_arg(op, x)
+    if dtype is None:
+        return check_dtype(op, x, "self", FLOATING, fix="pass dtype=float32 or cast the input"), x.dtype
+    return check_dtype(op, x, "self", REAL), dtype_arg(op, dtype, FLOATING)
 
 
 def _result(op: str, y: NBXTensor, out: NBXTensor | None) -> NBXTensor:
     if out is None:
         return y
-    if not isinstance(out, NBXTensor) or tuple(out.shape) != tuple(y.shape) or out.dtype != y.dtype:
-        raise NbxValueError(f"{op}: out must be a {y.dtype} tensor of shape {list(y.shape)}")
-    return copy_(out, y)
+    return copy_(out_arg(op, out, y.shape, y.dtype), y)
 
 
 def softmax(self: NBXTensor, dim: int, dtype: object = None, *, out: NBXTensor | None = None) -> NBXTensor:

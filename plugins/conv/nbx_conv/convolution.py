@@ -45,8 +45,18 @@ from nbx_core.runtime.kernels.dot import dot_operand
 from nbx_core.runtime.kernels.indexing import needs_int64
 from nbx_core.runtime.kernels.tiles import grouped_tile
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
+from nbx_core.tensor.args import (
+    FLOATING,
+    int_arg,
+    int_list,
+    non_negative,
+    optional_tensor,
+    positive,
+    same_dtype,
+    tensor_arg,
+)
 
-from .args import check_float, empty_output, ints, non_negative, positive
+from .memory_format import empty_output
 
 FLAT, TAPS, POINTWISE = 0, 1, 2
 """The kernel's reduction loops (``REDUCTION``), described in the module docstring."""
@@ -386,28 +396,19 @@ def _conv(op: str, x: NBXTensor, w: NBXTensor, bias: NBXTensor | None, stride: t
 
 
 def _check_tensors(op: str, x: object, w: object, bias: object) -> tuple[NBXTensor, NBXTensor, NBXTensor | None]:
-    x = check_float(op, x, "input")
-    w = check_float(op, w, "weight")
-    if bias is not None:
-        bias = check_float(op, bias, "bias")
+    x = tensor_arg(op, x, "input", dtypes=FLOATING)
+    w = tensor_arg(op, w, "weight", dtypes=FLOATING)
+    bias = optional_tensor(op, bias, "bias", dtypes=FLOATING)
     check_device(op, x, w, bias)
-    for t, arg in ((w, "weight"), (bias, "bias")):
-        if t is not None and t.dtype is not x.dtype:
-            raise NbxTypeError(f"{op}: input is {x.dtype} but {arg} is {t.dtype}: cast them to one dtype")
+    same_dtype(op, ("input", x), ("weight", w), *([("bias", bias)] if bias is not None else []))
     return x, w, bias
-
-
-def _as_int(op: str, value: object, arg: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise NbxTypeError(f"{op}: {arg} must be an int, got {type(value).__name__}")
-    return value
 
 
 def _convnd(op: str, spatial: int, input: object, weight: object, bias: object, stride: object, padding: object,
             dilation: object, transposed: bool, output_padding: object, groups: object) -> NBXTensor:
     """Checks and 1-D/unbatched reshaping around :func:`_conv`; ``padding`` may be "same" or "valid"."""
     x, w, bias = _check_tensors(op, input, weight, bias)
-    groups = _as_int(op, groups, "groups")
+    groups = int_arg(op, groups, "groups")
     if groups <= 0:
         raise NbxValueError(f"{op}: groups must be positive, got {groups}")
     if w.ndim != spatial + 2:
@@ -415,9 +416,9 @@ def _convnd(op: str, spatial: int, input: object, weight: object, bias: object, 
     if x.ndim not in (spatial + 1, spatial + 2):
         raise ShapeError(f"{op}: expected {spatial + 1}-D (unbatched) or {spatial + 2}-D (batched) input, got "
                          f"shape {list(x.shape)}")
-    st = ints(op, stride, spatial, "stride")
-    dil = ints(op, dilation, spatial, "dilation")
-    opad = ints(op, output_padding, spatial, "output_padding")
+    st = int_list(op, stride, spatial, "stride")
+    dil = int_list(op, dilation, spatial, "dilation")
+    opad = int_list(op, output_padding, spatial, "output_padding")
     positive(op, st, "stride")
     positive(op, dil, "dilation")
     non_negative(op, opad, "output_padding")
@@ -426,6 +427,8 @@ def _convnd(op: str, spatial: int, input: object, weight: object, bias: object, 
         x = unsqueeze(x, 0)
     out_hw = None
     if isinstance(padding, str):
+        if transposed:
+            raise NbxTypeError(f"{op}: padding must be ints, got a string")
         if padding == "valid":
             pad = (0,) * spatial
         elif padding == "same":
@@ -438,7 +441,7 @@ def _convnd(op: str, spatial: int, input: object, weight: object, bias: object, 
         else:
             raise NbxValueError(f"{op}: invalid padding string {padding!r}: use 'same', 'valid' or ints")
     else:
-        pad = ints(op, padding, spatial, "padding")
+        pad = int_list(op, padding, spatial, "padding")
     non_negative(op, pad, "padding")
     if spatial == 1:
         x, w = unsqueeze(x, 2), unsqueeze(w, 2)
@@ -454,12 +457,12 @@ def convolution(input: NBXTensor, weight: NBXTensor, bias: NBXTensor | None, str
                 padding: list[int], dilation: list[int], transposed: bool, output_padding: list[int],
                 groups: int) -> NBXTensor:
     """``aten::convolution`` (what torch.export emits): 1-D or 2-D, plain or transposed, batched input."""
-    w = check_float("convolution", weight, "weight")
+    w = tensor_arg("convolution", weight, "weight", dtypes=FLOATING)
     spatial = w.ndim - 2
     if spatial not in (1, 2):
         raise ShapeError(f"convolution: NBX supports 1-D and 2-D convolutions (3-D or 4-D weight), got weight of "
                          f"shape {list(w.shape)}")
-    x = check_float("convolution", input, "input")
+    x = tensor_arg("convolution", input, "input", dtypes=FLOATING)
     if x.ndim != w.ndim:
         raise ShapeError(f"convolution: input of shape {list(x.shape)} must have the weight's {w.ndim} dims")
     return _convnd("convolution", spatial, x, w, bias, stride, padding, dilation, bool(transposed),
@@ -482,8 +485,6 @@ def conv_transpose1d(input: NBXTensor, weight: NBXTensor, bias: NBXTensor | None
                      padding: object = 0, output_padding: object = 0, groups: int = 1,
                      dilation: object = 1) -> NBXTensor:
     """``aten::conv_transpose1d``: weight (C_in, C_out/groups, kW)."""
-    if isinstance(padding, str):
-        raise NbxTypeError("conv_transpose1d: padding must be ints, got a string")
     return _convnd("conv_transpose1d", 1, input, weight, bias, stride, padding, dilation, True, output_padding,
                    groups)
 
@@ -492,8 +493,6 @@ def conv_transpose2d(input: NBXTensor, weight: NBXTensor, bias: NBXTensor | None
                      padding: object = 0, output_padding: object = 0, groups: int = 1,
                      dilation: object = 1) -> NBXTensor:
     """``aten::conv_transpose2d.input``: weight (C_in, C_out/groups, kH, kW)."""
-    if isinstance(padding, str):
-        raise NbxTypeError("conv_transpose2d: padding must be ints, got a string")
     return _convnd("conv_transpose2d", 2, input, weight, bias, stride, padding, dilation, True, output_padding,
                    groups)
 
@@ -505,7 +504,7 @@ def _conv_depthwise2d(self: NBXTensor, weight: NBXTensor, kernel_size: list[int]
     x, w, bias = _check_tensors(op, self, weight, bias)
     if x.ndim != 4 or w.ndim != 4:
         raise ShapeError(f"{op}: expected 4-D input and weight, got {list(x.shape)} and {list(w.shape)}")
-    ks = ints(op, kernel_size, 2, "kernel_size")
+    ks = int_list(op, kernel_size, 2, "kernel_size")
     if tuple(w.shape[2:]) != ks:
         raise ShapeError(f"{op}: kernel_size {list(ks)} does not match weight of shape {list(w.shape)}")
     if w.shape[1] != 1 or x.shape[1] == 0 or w.shape[0] % x.shape[1]:

@@ -9,12 +9,11 @@ element per lane; the math runs in float32 (float64 for float64 inputs). The out
 import triton
 import triton.language as tl
 
-from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
+from nbx_core.errors import NbxValueError, ShapeError
 from nbx_core.runtime.kernels.indexing import block_indices, needs_int64
 from nbx_core.runtime.launch import BACKEND, block_size, cdiv, launch
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
-
-from .args import check_float
+from nbx_core.tensor.args import FLOATING, same_dtype, tensor_arg
 
 _WARPS = 4 if BACKEND != "cpu" else 1
 
@@ -144,11 +143,10 @@ def grid_sampler_2d(input: NBXTensor, grid: NBXTensor, interpolation_mode: int, 
                     align_corners: bool) -> NBXTensor:
     """``aten::grid_sampler_2d`` (``F.grid_sample`` on 4-D inputs)."""
     op = "grid_sampler_2d"
-    x = check_float(op, input)
-    g = check_float(op, grid, "grid")
+    x = tensor_arg(op, input, "input", dtypes=FLOATING)
+    g = tensor_arg(op, grid, "grid", dtypes=FLOATING)
     check_device(op, x, g)
-    if g.dtype is not x.dtype:
-        raise NbxTypeError(f"{op}: grid is {g.dtype} but input is {x.dtype}: they must share one dtype")
+    same_dtype(op, ("input", x), ("grid", g))
     if x.ndim != 4 or g.ndim != 4 or g.shape[3] != 2:
         raise ShapeError(f"{op}: expected a 4-D input and an (N, H_out, W_out, 2) grid, got {list(x.shape)} and "
                          f"{list(g.shape)}")

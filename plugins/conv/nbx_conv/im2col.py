@@ -8,16 +8,14 @@ through their strides; outputs are contiguous, as torch returns them. Sums of ha
 import triton
 import triton.language as tl
 
-from nbx_core import dtypes as D
-from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
+from nbx_core.errors import NbxValueError, ShapeError
 from nbx_core.ops.copy import contiguous
 from nbx_core.ops.views import squeeze, unsqueeze
 from nbx_core.runtime.kernels.indexing import block_indices, needs_int64
 from nbx_core.runtime.launch import BACKEND, block_size, cdiv, launch
 from nbx_core.shape import wrap_dim
 from nbx_core.tensor import NBXTensor, empty_tensor
-
-from .args import check_float, ints, non_negative, positive
+from nbx_core.tensor.args import BOOL, FLOATING, int_arg, int_list, non_negative, positive, tensor_arg
 
 _WARPS = 4 if BACKEND != "cpu" else 1
 
@@ -81,8 +79,8 @@ def _unfold_backward_kernel(g_ptr, out_ptr, n, L, INNER, NWIN, SIZE, STEP, TAPS,
 
 
 def _params(op: str, kernel_size: object, dilation: object, padding: object, stride: object) -> tuple:
-    ks, dil = ints(op, kernel_size, 2, "kernel_size"), ints(op, dilation, 2, "dilation")
-    pad, st = ints(op, padding, 2, "padding"), ints(op, stride, 2, "stride")
+    ks, dil = int_list(op, kernel_size, 2, "kernel_size"), int_list(op, dilation, 2, "dilation")
+    pad, st = int_list(op, padding, 2, "padding"), int_list(op, stride, 2, "stride")
     positive(op, ks, "kernel_size")
     positive(op, dil, "dilation")
     positive(op, st, "stride")
@@ -104,7 +102,7 @@ def im2col(self: NBXTensor, kernel_size: list[int], dilation: list[int], padding
            stride: list[int]) -> NBXTensor:
     """``aten::im2col`` (``F.unfold``): (N, C, H, W) -> (N, C*kH*kW, L)."""
     op = "im2col"
-    x = check_float(op, self, extra=(D.bool_,))
+    x = tensor_arg(op, self, "input", dtypes=FLOATING | BOOL)
     if x.ndim not in (3, 4) or any(s == 0 for s in x.shape[-3:]):
         raise ShapeError(f"{op}: expected a non-empty 3-D or 4-D input (batch dim may be 0), got {list(x.shape)}")
     ks, dil, pad, st = _params(op, kernel_size, dilation, padding, stride)
@@ -125,10 +123,10 @@ def col2im(self: NBXTensor, output_size: list[int], kernel_size: list[int], dila
            padding: list[int], stride: list[int]) -> NBXTensor:
     """``aten::col2im`` (``F.fold``): (N, C*kH*kW, L) -> (N, C, H, W), summing overlapping patches."""
     op = "col2im"
-    col = check_float(op, self)
+    col = tensor_arg(op, self, "input", dtypes=FLOATING)
     if col.ndim not in (2, 3) or any(s == 0 for s in col.shape[-2:]):
         raise ShapeError(f"{op}: expected a non-empty 2-D or 3-D input (batch dim may be 0), got {list(col.shape)}")
-    size = ints(op, output_size, 2, "output_size")
+    size = int_list(op, output_size, 2, "output_size")
     positive(op, size, "output_size")
     ks, dil, pad, st = _params(op, kernel_size, dilation, padding, stride)
     batched = col.ndim == 3
@@ -155,12 +153,11 @@ def col2im(self: NBXTensor, output_size: list[int], kernel_size: list[int], dila
 def unfold_backward(grad_in: NBXTensor, input_sizes: list[int], dim: int, size: int, step: int) -> NBXTensor:
     """``aten::unfold_backward``: the gradient of ``Tensor.unfold(dim, size, step)``, summing overlaps."""
     op = "unfold_backward"
-    g = check_float(op, grad_in, "grad_in")
-    sizes = tuple(ints(op, list(input_sizes), len(input_sizes), "input_sizes")) if len(input_sizes) else ()
+    g = tensor_arg(op, grad_in, "grad_in", dtypes=FLOATING)
+    sizes = tuple(int_list(op, list(input_sizes), len(input_sizes), "input_sizes")) if len(input_sizes) else ()
     non_negative(op, sizes, "input_sizes")
     for v, arg in ((dim, "dim"), (size, "size"), (step, "step")):
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise NbxTypeError(f"{op}: {arg} must be an int, got {type(v).__name__}")
+        int_arg(op, v, arg)
     if step <= 0 or size < 0:
         raise NbxValueError(f"{op}: step must be positive and size non-negative, got step={step}, size={size}")
     nd = max(len(sizes), 1)

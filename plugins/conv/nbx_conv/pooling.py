@@ -21,12 +21,13 @@ import triton
 import triton.language as tl
 
 from nbx_core import dtypes as D
-from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
+from nbx_core.errors import NbxValueError, ShapeError
 from nbx_core.ops.views import squeeze, unsqueeze
 from nbx_core.runtime.kernels.indexing import block_indices, needs_int64
 from nbx_core.tensor import NBXTensor
+from nbx_core.tensor.args import FLOATING, INTEGRAL, int_arg, int_list, non_negative, positive, tensor_arg
 
-from .args import INTS, channels_last, check_float, empty_output, ints, non_negative, pool_out, positive
+from .memory_format import channels_last, empty_output
 
 _WARPS = 4 if BACKEND != "cpu" else 1
 
@@ -226,9 +227,9 @@ def _global_avg(x5: NBXTensor, out: NBXTensor) -> bool:
     return True
 
 
-def _prep(op: str, self: object, nsp: int, extra: tuple[D.DType, ...] = ()) -> tuple[NBXTensor, bool]:
+def _prep(op: str, self: object, nsp: int, dtypes: frozenset[D.DType] = FLOATING) -> tuple[NBXTensor, bool]:
     """The input, checked: (nsp+1)-D unbatched or (nsp+2)-D batched, non-batch dims non-empty."""
-    x = check_float(op, self, extra=extra)
+    x = tensor_arg(op, self, "input", dtypes=dtypes)
     if x.ndim not in (nsp + 1, nsp + 2) or any(s == 0 for s in x.shape[-(nsp + 1):]):
         raise ShapeError(f"{op}: expected a {nsp + 1}-D or {nsp + 2}-D (batch mode) input with non-zero sizes "
                          f"except the optional batch dim, got shape {list(x.shape)}")
@@ -254,10 +255,10 @@ def _alloc(x: NBXTensor, batched: bool, out_sp: tuple[int, ...], dtype: D.DType)
 
 
 def _window(op: str, nsp: int, kernel_size: object, stride: object, padding: object, dilation: object) -> tuple:
-    ks = ints(op, kernel_size, nsp, "kernel_size")
-    st = ints(op, stride, nsp, "stride", default=ks)
-    pad = ints(op, padding, nsp, "padding")
-    dil = ints(op, dilation, nsp, "dilation")
+    ks = int_list(op, kernel_size, nsp, "kernel_size")
+    st = int_list(op, stride, nsp, "stride", default=ks)
+    pad = int_list(op, padding, nsp, "padding")
+    dil = int_list(op, dilation, nsp, "dilation")
     positive(op, ks, "kernel_size")
     positive(op, st, "stride")
     positive(op, dil, "dilation")
@@ -269,10 +270,19 @@ def _window(op: str, nsp: int, kernel_size: object, stride: object, padding: obj
     return ks, st, pad, dil
 
 
+def _pool_out(size: int, k: int, pad: int, stride: int, dil: int, ceil_mode: bool) -> int:
+    """torch's pooling output size (ceil mode may not start a window in the right padding)."""
+    num = size + 2 * pad - dil * (k - 1) - 1 + (stride - 1 if ceil_mode else 0)
+    out = num // stride + 1
+    if ceil_mode and (out - 1) * stride >= size + pad:
+        out -= 1
+    return out
+
+
 def _out_sizes(op: str, x: NBXTensor, nsp: int, ks: tuple, st: tuple, pad: tuple, dil: tuple,
                ceil_mode: bool) -> tuple[int, ...]:
     sp = tuple(x.shape[-nsp:])
-    out = tuple(pool_out(op, s, k, p, t, d, bool(ceil_mode)) for s, k, p, t, d in zip(sp, ks, pad, st, dil,
+    out = tuple(_pool_out(s, k, p, t, d, bool(ceil_mode)) for s, k, p, t, d in zip(sp, ks, pad, st, dil,
                                                                                         strict=True))
     if any(o < 1 for o in out):
         raise ShapeError(f"{op}: given input size {list(sp)}, the output size {list(out)} is too small: use a "
@@ -286,7 +296,7 @@ def _finish(out: NBXTensor, batched: bool) -> NBXTensor:
 
 def _max_pool(op: str, nsp: int, self: object, kernel_size: object, stride: object, padding: object,
               dilation: object, ceil_mode: bool, with_indices: bool) -> tuple[NBXTensor, NBXTensor]:
-    x, batched = _prep(op, self, nsp, INTS)
+    x, batched = _prep(op, self, nsp, FLOATING | INTEGRAL)
     ks, st, pad, dil = _window(op, nsp, kernel_size, stride, padding, dilation)
     out_sp = _out_sizes(op, x, nsp, ks, st, pad, dil, ceil_mode)
     out = _alloc(x, batched, out_sp, x.dtype)
@@ -330,9 +340,7 @@ def _avg_pool(op: str, nsp: int, self: object, kernel_size: object, stride: obje
     x, batched = _prep(op, self, nsp)
     ks, st, pad, _ = _window(op, nsp, kernel_size, stride, padding, 1)
     if divisor_override is not None:
-        if isinstance(divisor_override, bool) or not isinstance(divisor_override, int):
-            raise NbxTypeError(f"{op}: divisor_override must be an int or None, got {type(divisor_override).__name__}")
-        if divisor_override == 0:
+        if int_arg(op, divisor_override, "divisor_override") == 0:
             raise NbxValueError(f"{op}: divisor_override must be non-zero")
     out_sp = _out_sizes(op, x, nsp, ks, st, pad, (1,) * nsp, ceil_mode)
     out = _alloc(x, batched, out_sp, x.dtype)
@@ -375,7 +383,7 @@ def _max_bin(size: int, out: int) -> int:
 
 def _adaptive(op: str, nsp: int, self: object, output_size: object) -> NBXTensor:
     x, batched = _prep(op, self, nsp)
-    out_sp = ints(op, output_size, nsp, "output_size")
+    out_sp = int_list(op, output_size, nsp, "output_size")
     non_negative(op, out_sp, "output_size")
     out = _alloc(x, batched, out_sp, x.dtype)
     n = out.numel()

@@ -24,8 +24,9 @@ from nbx_core.ops.views import unsqueeze
 from nbx_core.runtime.kernels.indexing import block_indices, needs_int64
 from nbx_core.runtime.launch import BACKEND, block_size, cdiv, launch
 from nbx_core.tensor import NBXTensor
+from nbx_core.tensor.args import FLOATING, int_list, tensor_arg
 
-from .args import channels_last, check_float, empty_output, ints
+from .memory_format import channels_last, empty_output
 from .pooling import out_coords
 
 _WARPS = 4 if BACKEND != "cpu" else 1
@@ -97,7 +98,7 @@ def _sizes(op: str, x: NBXTensor, nsp: int, output_size: object, scales: Sequenc
         return tuple(int(s * f) for s, f in zip(sp, facs, strict=True)), list(facs)
     if output_size is None:
         raise NbxValueError(f"{op}: must specify exactly one of output_size and scale_factors")
-    out = ints(op, output_size, nsp, "output_size")
+    out = int_list(op, output_size, nsp, "output_size")
     if len(list(output_size)) != nsp:
         raise NbxValueError(f"{op}: output_size must have {nsp} elements, got {list(output_size)}")
     for s in scales:
@@ -123,7 +124,7 @@ def _align_scale(size: int, out: int, f32: bool) -> float:
 def _upsample(op: str, nsp: int, mode: int, input: object, output_size: object, scales: Sequence[object],
               scale_factors: object, align_corners: bool = False) -> NBXTensor:
     # Nearest modes copy values: they take uint8 images too (as torch's CUDA kernels do).
-    x = check_float(op, input, extra=(D.uint8,) if mode != 2 else ())
+    x = tensor_arg(op, input, "input", dtypes=FLOATING | {D.uint8} if mode != 2 else FLOATING)
     if x.ndim != nsp + 2:
         raise ShapeError(f"{op}: expected a {nsp + 2}-D (N, C, *spatial) input, got shape {list(x.shape)}")
     if any(s == 0 for s in x.shape[1:]):

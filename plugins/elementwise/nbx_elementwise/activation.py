@@ -12,20 +12,20 @@ import triton
 import triton.language as tl
 
 from nbx_core import dtypes as D
-from nbx_core.errors import IndexOutOfRangeError, NbxTypeError, NbxValueError, ShapeError
+from nbx_core.errors import NbxValueError, ShapeError
 from nbx_core.ops.views import narrow
 from nbx_core.runtime.kernels import precise as P
-from nbx_core.runtime.launch import BACKEND
+from nbx_core.runtime.launch import TRAITS
 from nbx_core.runtime.pointwise import pointwise
 from nbx_core.shape import wrap_dim
 from nbx_core.tensor import NBXTensor
+from nbx_core.tensor.args import BOOL, FLOAT8, FLOATING, REAL, number_arg, tensor_arg
 
 from . import mathlib as M
-from .checks import floating, no_complex, not_bool, tensor_arg
 
 SQRT1_2 = tl.constexpr(0.7071067811865476)
 SQRT_2_OVER_PI = tl.constexpr(0.7978845608028654)
-_FAST_RCP = tl.constexpr(BACKEND != "cpu")
+_FAST_RCP = tl.constexpr(TRAITS.has_inline_asm)
 SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
 
@@ -139,17 +139,10 @@ def _glu(a, b, sc):
     return a * M.sigmoid(b)
 
 
-def _number(op: str, value: Any, arg: str) -> float | int:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise NbxTypeError(f"{op}: argument '{arg}' must be a number, got {type(value).__name__}")
-    return value
-
-
 def relu(self: NBXTensor) -> NBXTensor:
     """``aten::relu``: ``max(self, 0)``, NaN kept; integers allowed, bool refused."""
     op = "aten::relu"
-    no_complex(op, tensor_arg(op, self))
-    not_bool(op, self)
+    tensor_arg(op, self, dtypes=REAL - BOOL)
     return pointwise(op, _relu, self)
 
 
@@ -166,8 +159,7 @@ def gelu(self: NBXTensor, *, approximate: str = "none") -> NBXTensor:
     float16/bfloat16 evaluate Phi through a branch-free erfc of relative error below 1.2e-7 (in
     float32, rounded once), which keeps them at memory speed; float32/float64 use erf."""
     op = "aten::gelu"
-    tensor_arg(op, self)
-    floating(op, self)
+    tensor_arg(op, self, dtypes=FLOATING | FLOAT8)
     if approximate not in ("none", "tanh"):
         raise NbxValueError(f"{op}: approximate must be 'none' or 'tanh', got {approximate!r}")
     if approximate == "tanh":
@@ -179,8 +171,7 @@ def _float_activation(name: str, fn: Any) -> Any:
     op = f"aten::{name}"
 
     def wrapper(self: NBXTensor) -> NBXTensor:
-        tensor_arg(op, self)
-        floating(op, self)
+        tensor_arg(op, self, dtypes=FLOATING | FLOAT8)
         return pointwise(op, fn, self)
 
     wrapper.__name__ = wrapper.__qualname__ = name
@@ -198,10 +189,8 @@ log_sigmoid = _float_activation("log_sigmoid", _log_sigmoid)
 def hardtanh(self: NBXTensor, min_val: Any = -1, max_val: Any = 1) -> NBXTensor:
     """``aten::hardtanh``: clamp to [min_val, max_val]; integer tensors allowed (not bool)."""
     op = "aten::hardtanh"
-    tensor_arg(op, self)
-    no_complex(op, self)
-    not_bool(op, self)
-    lo, hi = _number(op, min_val, "min_val"), _number(op, max_val, "max_val")
+    tensor_arg(op, self, dtypes=REAL - BOOL)
+    lo, hi = number_arg(op, min_val, "min_val"), number_arg(op, max_val, "max_val")
     if self.dtype is D.uint8 and (lo < 0 or hi < 0):
         raise NbxValueError(f"{op}: cannot do hardtanh on an unsigned type with negative limits")
     return pointwise(op, _hardtanh, self, lo, hi, dtype=self.dtype)
@@ -210,26 +199,23 @@ def hardtanh(self: NBXTensor, min_val: Any = -1, max_val: Any = 1) -> NBXTensor:
 def leaky_relu(self: NBXTensor, negative_slope: Any = 0.01) -> NBXTensor:
     """``aten::leaky_relu``: ``x`` above 0, ``x * negative_slope`` below."""
     op = "aten::leaky_relu"
-    tensor_arg(op, self)
-    floating(op, self)
-    return pointwise(op, _leaky_relu, self, float(_number(op, negative_slope, "negative_slope")), dtype=self.dtype)
+    tensor_arg(op, self, dtypes=FLOATING | FLOAT8)
+    return pointwise(op, _leaky_relu, self, float(number_arg(op, negative_slope, "negative_slope")), dtype=self.dtype)
 
 
 def elu(self: NBXTensor, alpha: Any = 1, scale: Any = 1, input_scale: Any = 1) -> NBXTensor:
     """``aten::elu``: ``scale * x`` above 0, ``alpha * scale * (exp(input_scale * x) - 1)`` below."""
     op = "aten::elu"
-    tensor_arg(op, self)
-    floating(op, self)
-    args = [float(_number(op, v, a)) for a, v in (("alpha", alpha), ("scale", scale), ("input_scale", input_scale))]
+    tensor_arg(op, self, dtypes=FLOATING | FLOAT8)
+    args = [float(number_arg(op, v, a)) for a, v in (("alpha", alpha), ("scale", scale), ("input_scale", input_scale))]
     return pointwise(op, _elu, self, *args, dtype=self.dtype)
 
 
 def celu(self: NBXTensor, alpha: Any = 1.0) -> NBXTensor:
     """``aten::celu``: elu with input_scale 1/alpha; alpha 0 is refused as in torch."""
     op = "aten::celu"
-    tensor_arg(op, self)
-    floating(op, self)
-    a = float(_number(op, alpha, "alpha"))
+    tensor_arg(op, self, dtypes=FLOATING | FLOAT8)
+    a = float(number_arg(op, alpha, "alpha"))
     if a == 0:
         raise NbxValueError(f"{op}: ZeroDivisionError: alpha must not be 0")
     return pointwise(op, _elu, self, a, 1.0, 1.0 / a, dtype=self.dtype)
@@ -238,44 +224,32 @@ def celu(self: NBXTensor, alpha: Any = 1.0) -> NBXTensor:
 def selu(self: NBXTensor) -> NBXTensor:
     """``aten::selu``: elu with the self-normalising alpha and scale."""
     op = "aten::selu"
-    tensor_arg(op, self)
-    floating(op, self)
+    tensor_arg(op, self, dtypes=FLOATING | FLOAT8)
     return pointwise(op, _elu, self, SELU_ALPHA, SELU_SCALE, 1.0, dtype=self.dtype)
 
 
 def softplus(self: NBXTensor, beta: Any = 1, threshold: Any = 20) -> NBXTensor:
     """``aten::softplus``: ``log1p(exp(beta * x)) / beta``, linear where ``beta * x > threshold``."""
     op = "aten::softplus"
-    tensor_arg(op, self)
-    floating(op, self)
-    b, t = float(_number(op, beta, "beta")), float(_number(op, threshold, "threshold"))
+    tensor_arg(op, self, dtypes=FLOATING | FLOAT8)
+    b, t = float(number_arg(op, beta, "beta")), float(number_arg(op, threshold, "threshold"))
     return pointwise(op, _softplus, self, b, t, dtype=self.dtype)
 
 
 def threshold(self: NBXTensor, threshold: Any, value: Any) -> NBXTensor:
     """``aten::threshold``: ``value`` where ``self <= threshold``, else ``self``."""
     op = "aten::threshold"
-    tensor_arg(op, self)
-    no_complex(op, self)
-    not_bool(op, self)
-    th, v = _number(op, threshold, "threshold"), _number(op, value, "value")
+    tensor_arg(op, self, dtypes=REAL - BOOL)
+    th, v = number_arg(op, threshold, "threshold"), number_arg(op, value, "value")
     return pointwise(op, _threshold, self, th, v, dtype=self.dtype)
 
 
 def glu(self: NBXTensor, dim: int = -1) -> NBXTensor:
     """``aten::glu``: ``a * sigmoid(b)`` for the two halves of ``self`` along ``dim``."""
     op = "aten::glu"
-    tensor_arg(op, self)
-    floating(op, self)
+    tensor_arg(op, self, dtypes=FLOATING | FLOAT8)
     if self.ndim == 0:
         raise ShapeError(f"{op}: glu does not support 0-dimensional tensors: pass a tensor with at least one dim")
-    if isinstance(dim, bool) or not isinstance(dim, int):
-        raise NbxTypeError(f"{op}: argument 'dim' must be an int, got {type(dim).__name__}")
-    if not -self.ndim <= dim < self.ndim:
-        raise IndexOutOfRangeError(
-            f"{op}: dim {dim} is out of range for a tensor of {self.ndim} dims "
-            f"(expected in [{-self.ndim}, {self.ndim - 1}])"
-        )
     d = wrap_dim(op, dim, self.ndim)
     size = self.shape[d]
     if size % 2:

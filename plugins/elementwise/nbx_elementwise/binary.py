@@ -19,9 +19,9 @@ from nbx_core.errors import NbxTypeError, NbxValueError
 from nbx_core.runtime.kernels import precise as P
 from nbx_core.runtime.pointwise import pointwise
 from nbx_core.tensor import NBXTensor
+from nbx_core.tensor.args import FLOAT8, FLOATING, REAL, check_dtype, dtype_of, number_arg, operand, tensor_arg
 
 from . import mathlib as M
-from .checks import dtype_of, floating, no_complex, operand, tensor_arg
 
 
 @triton.jit
@@ -162,9 +162,7 @@ def _scalar(op: str, value: Any, common: D.DType, arg: str) -> bool | int | floa
     """torch's alpha_check: bool only for bool results, no float for integral results."""
     if type(value) is int:
         return value
-    if isinstance(value, NBXTensor) or not isinstance(value, bool | int | float):
-        raise NbxTypeError(f"{op}: argument '{arg}' must be a number, got {type(value).__name__}")
-    if isinstance(value, bool) and common is not D.bool_:
+    if isinstance(number_arg(op, value, arg, allow_bool=True), bool) and common is not D.bool_:
         raise NbxTypeError(f"{op}: boolean {arg} is only supported for bool results: pass an int or float")
     if common.is_integral and isinstance(value, float):
         raise NbxTypeError(
@@ -181,8 +179,8 @@ def _common(op: str, *values: Any) -> D.DType:
         if values[1].dtype is dtype and not dtype.is_complex:  # the usual case, without result_type
             return dtype
     args = ("self", "other", "tensor1", "tensor2")
-    vals = [operand(op, v, args[i] if i < len(args) else f"operand {i}") for i, v in enumerate(values)]
-    no_complex(op, *vals)
+    names = [args[i] if i < len(args) else f"operand {i}" for i in range(len(values))]
+    vals = [check_dtype(op, operand(op, v, arg), arg, REAL) for arg, v in zip(names, values, strict=True)]
     return D.result_type(*vals)
 
 
@@ -313,18 +311,16 @@ def pow(self: Any, exponent: Any, *, out: NBXTensor | None = None) -> NBXTensor:
 def atan2(self: NBXTensor, other: NBXTensor, *, out: NBXTensor | None = None) -> NBXTensor:
     """``aten::atan2``: the angle of (other, self) in (-pi, pi]; integers give float."""
     op = "aten::atan2"
-    tensor_arg(op, self)
-    tensor_arg(op, other, "other")
-    no_complex(op, self, other)
+    tensor_arg(op, self, dtypes=REAL)
+    tensor_arg(op, other, "other", dtypes=REAL)
     return pointwise(op, _atan2, self, other, float_op=True, out=out)
 
 
 def lerp(self: NBXTensor, end: NBXTensor, weight: Any, *, out: NBXTensor | None = None) -> NBXTensor:
     """``aten::lerp`` (Scalar and Tensor weight): torch's two-sided form, exact at both ends."""
     op = "aten::lerp"
-    tensor_arg(op, self)
+    tensor_arg(op, self, dtypes=FLOATING | FLOAT8)
     tensor_arg(op, end, "end")
-    floating(op, self)
     for arg, v in (("end", end), ("weight", weight)):
         if isinstance(v, NBXTensor) and v.dtype is not self.dtype:
             raise NbxTypeError(
@@ -341,8 +337,7 @@ def _addc(op: str, fn: Any, self: NBXTensor, tensor1: NBXTensor, tensor2: NBXTen
     common = _common(op, self, tensor1, tensor2)
     if common is D.bool_:
         raise NbxTypeError(f"{op}: not defined for bool tensors: cast them to a numeric dtype")
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise NbxTypeError(f"{op}: argument 'value' must be a number, got {type(value).__name__}")
+    number_arg(op, value, "value")
     # An integral result casts a float value toward zero, as torch's value.to<scalar_t>().
     return pointwise(op, fn, self, tensor1, tensor2, value, dtype=common, out=out)
 

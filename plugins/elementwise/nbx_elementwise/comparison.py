@@ -11,11 +11,10 @@ import triton
 import triton.language as tl
 
 from nbx_core import dtypes as D
-from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
+from nbx_core.errors import NbxValueError, ShapeError
 from nbx_core.runtime.pointwise import pointwise
 from nbx_core.tensor import NBXTensor
-
-from .checks import no_complex, operand, tensor_arg
+from nbx_core.tensor.args import BOOL, REAL, check_dtype, operand, tensor_arg
 
 
 @triton.jit
@@ -89,9 +88,8 @@ def _comparison(name: str, fn: Any) -> Callable[..., NBXTensor]:
     op = f"aten::{name}"
 
     def wrapper(self: NBXTensor, other: Any, *, out: NBXTensor | None = None) -> NBXTensor:
-        tensor_arg(op, self)
-        other = operand(op, other, "other")
-        no_complex(op, self, other)
+        tensor_arg(op, self, dtypes=REAL)
+        other = check_dtype(op, operand(op, other, "other"), "other", REAL)
         return pointwise(op, fn, self, other, out_dtype=D.bool_, out=out)
 
     wrapper.__name__ = wrapper.__qualname__ = name
@@ -111,9 +109,8 @@ def _extremum(name: str, fn: Any) -> Callable[..., NBXTensor]:
     op = f"aten::{name}"
 
     def wrapper(self: NBXTensor, other: NBXTensor, *, out: NBXTensor | None = None) -> NBXTensor:
-        tensor_arg(op, self)
-        tensor_arg(op, other, "other")
-        no_complex(op, self, other)
+        tensor_arg(op, self, dtypes=REAL)
+        tensor_arg(op, other, "other", dtypes=REAL)
         return pointwise(op, fn, self, other, compute=D.int8 if D.result_type(self, other) is D.bool_ else None,
                          out=out)
 
@@ -129,11 +126,11 @@ minimum = _extremum("minimum", _minimum)
 def clamp(self: NBXTensor, min: Any = None, max: Any = None, *, out: NBXTensor | None = None) -> NBXTensor:  # noqa: A002
     """``aten::clamp`` (Scalar and Tensor bounds, either may be None); also serves ``aten::clip``."""
     op = "aten::clamp"
-    tensor_arg(op, self)
+    tensor_arg(op, self, dtypes=REAL)
     if min is None and max is None:
         raise NbxValueError(f"{op}: at least one of 'min' or 'max' must not be None")
-    bounds = [operand(op, v, arg) for arg, v in (("min", min), ("max", max)) if v is not None]
-    no_complex(op, self, *bounds)
+    bounds = [check_dtype(op, operand(op, v, arg), arg, REAL) for arg, v in (("min", min), ("max", max))
+              if v is not None]
     common = D.result_type(self, *bounds)
     compute = D.int8 if common is D.bool_ else None
     if min is None:
@@ -149,11 +146,10 @@ clip = clamp
 def clamp_min(self: NBXTensor, min: Any, *, out: NBXTensor | None = None) -> NBXTensor:  # noqa: A002
     """``aten::clamp_min`` (Scalar and Tensor): ``max(self, min)`` with NaN kept."""
     op = "aten::clamp_min"
-    tensor_arg(op, self)
+    tensor_arg(op, self, dtypes=REAL)
     if min is None:
         raise NbxValueError(f"{op}: 'min' must be a number or a tensor, got None")
-    bound = operand(op, min, "min")
-    no_complex(op, self, bound)
+    bound = check_dtype(op, operand(op, min, "min"), "min", REAL)
     common = D.result_type(self, bound)
     return pointwise(op, _clamp_lo, self, bound, dtype=common, compute=D.int8 if common is D.bool_ else None,
                      out=out)
@@ -163,11 +159,10 @@ def where(condition: NBXTensor, self: Any, other: Any, *, out: NBXTensor | None 
     """``aten::where`` (self, ScalarSelf, ScalarOther, Scalar): ``condition ? self : other``,
     broadcast over all three, in the promoted dtype of self and other."""
     op = "aten::where"
-    tensor_arg(op, condition, "condition")
-    if condition.dtype not in (D.bool_, D.uint8):
-        raise NbxTypeError(f"{op}: expected a bool condition tensor, got {condition.dtype}: compare it with != 0 first")
-    x, y = operand(op, self, "self"), operand(op, other, "other")
-    no_complex(op, x, y)
+    check_dtype(op, tensor_arg(op, condition, "condition"), "condition", BOOL | {D.uint8},
+                fix="compare it with != 0 first")
+    x = check_dtype(op, operand(op, self, "self"), "self", REAL)
+    y = check_dtype(op, operand(op, other, "other"), "other", REAL)
     return pointwise(op, _where, condition, x, y, dtype=D.result_type(x, y), out=out)
 
 
@@ -175,12 +170,9 @@ def masked_fill(self: NBXTensor, mask: NBXTensor, value: Any) -> NBXTensor:
     """``aten::masked_fill`` (Scalar and 0-dim Tensor value): ``value`` where ``mask``, in self's dtype;
     self and mask broadcast together, as ATen's out-of-place form expands both."""
     op = "aten::masked_fill"
-    tensor_arg(op, self)
-    tensor_arg(op, mask, "mask")
-    if mask.dtype is not D.bool_:
-        raise NbxTypeError(f"{op}: only bool masks are supported, got mask of dtype {mask.dtype}: compare it with != 0")
+    tensor_arg(op, self, dtypes=REAL)
+    check_dtype(op, tensor_arg(op, mask, "mask"), "mask", BOOL, fix="compare it with != 0 first")
     if isinstance(value, NBXTensor) and value.ndim != 0:
         raise ShapeError(f"{op}: only a 0-dimensional value tensor is supported, got shape {value.shape}")
-    v = operand(op, value, "value")
-    no_complex(op, self, v)
+    v = check_dtype(op, operand(op, value, "value"), "value", REAL)
     return pointwise(op, _masked_fill, self, mask, v, dtype=self.dtype)

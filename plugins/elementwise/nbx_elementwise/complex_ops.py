@@ -6,14 +6,13 @@ import triton
 import triton.language as tl
 
 from nbx_core import dtypes as D
-from nbx_core.errors import NbxTypeError
 from nbx_core.ops.views import select, view_as_real
 from nbx_core.runtime.pointwise import pointwise
 from nbx_core.shape import broadcast_shapes
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
+from nbx_core.tensor.args import check_dtype, tensor_arg
 
 from . import mathlib as M
-from .checks import tensor_arg
 
 
 @triton.jit
@@ -36,14 +35,9 @@ def complex(real: NBXTensor, imag: NBXTensor) -> NBXTensor:  # noqa: A001
     """``aten::complex``: ``real + 1j * imag`` as complex64; both parts float32 (NBX has no complex128
     or complex32), broadcast together."""
     op = "aten::complex"
-    tensor_arg(op, real, "real")
-    tensor_arg(op, imag, "imag")
     for arg, t in (("real", real), ("imag", imag)):
-        if t.dtype is not D.float32:
-            raise NbxTypeError(
-                f"{op}: argument '{arg}' has dtype {t.dtype}; NBX builds complex64 only, from float32 parts: "
-                "cast both parts to float32"
-            )
+        check_dtype(op, tensor_arg(op, t, arg), arg, {D.float32},
+                    fix="NBX builds complex64 only, from float32 parts: cast both parts to float32")
     device = check_device(op, real, imag)
     out = empty_tensor(broadcast_shapes(op, real.shape, imag.shape), D.complex64, device)
     pairs = view_as_real(out)

@@ -12,8 +12,7 @@ from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError
 from nbx_core.runtime.pointwise import pointwise
 from nbx_core.tensor import NBXTensor
-
-from .checks import integral, no_complex, operand, tensor_arg
+from nbx_core.tensor.args import BOOL, INTEGRAL, REAL, check_dtype, operand, tensor_arg
 
 
 @triton.jit
@@ -74,9 +73,8 @@ def _logical(name: str, fn: Any) -> Callable[..., NBXTensor]:
     op = f"aten::{name}"
 
     def wrapper(self: NBXTensor, other: NBXTensor, *, out: NBXTensor | None = None) -> NBXTensor:
-        tensor_arg(op, self)
-        tensor_arg(op, other, "other")
-        no_complex(op, self, other)
+        tensor_arg(op, self, dtypes=REAL)
+        tensor_arg(op, other, "other", dtypes=REAL)
         return pointwise(op, fn, self, other, out_dtype=D.bool_, out=out)
 
     wrapper.__name__ = wrapper.__qualname__ = name
@@ -92,7 +90,7 @@ logical_xor = _logical("logical_xor", _logical_xor)
 def logical_not(self: NBXTensor, *, out: NBXTensor | None = None) -> NBXTensor:
     """``aten::logical_not``: a bool tensor, true where ``self`` is zero."""
     op = "aten::logical_not"
-    no_complex(op, tensor_arg(op, self))
+    tensor_arg(op, self, dtypes=REAL)
     return pointwise(op, _logical_not, self, out_dtype=D.bool_, out=out)
 
 
@@ -103,7 +101,8 @@ def _bitwise(name: str, fn: Any, bool_result: bool = True) -> Callable[..., NBXT
         x, y = operand(op, self, "self"), operand(op, other, "other")
         if not isinstance(x, NBXTensor) and not isinstance(y, NBXTensor):
             tensor_arg(op, x)
-        integral(op, x, y)
+        check_dtype(op, x, "self", BOOL | INTEGRAL)
+        check_dtype(op, y, "other", BOOL | INTEGRAL)
         if not bool_result and D.result_type(x, y) is D.bool_:
             # As torch: a bool operand promotes with an integer one, but two bools have no shift.
             raise NbxTypeError(f"{op}: both operands are bool, and {op} takes integer values: cast one to an "
@@ -126,6 +125,5 @@ bitwise_right_shift = _bitwise("bitwise_right_shift", _right_shift, bool_result=
 def bitwise_not(self: NBXTensor, *, out: NBXTensor | None = None) -> NBXTensor:
     """``aten::bitwise_not``: ``~self`` for integers, logical not for bool."""
     op = "aten::bitwise_not"
-    tensor_arg(op, self)
-    integral(op, self)
+    tensor_arg(op, self, dtypes=BOOL | INTEGRAL)
     return pointwise(op, _logical_not if self.dtype is D.bool_ else _bitwise_not, self, out=out)

@@ -19,7 +19,7 @@ import triton.language as tl
 from nbx_core import dtypes as D
 from nbx_core.backend import default_device
 from nbx_core.device import as_device
-from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
+from nbx_core.errors import NbxTypeError, NbxValueError
 from nbx_core.ops.copy import clone
 from nbx_core.ops.creation import ones_like
 from nbx_core.runtime.kernels.copy import cast_to
@@ -28,8 +28,18 @@ from nbx_core.runtime.launch import BACKEND, block_size, cdiv, launch
 from nbx_core.runtime.pointwise import pointwise
 from nbx_core.shape import as_shape, broadcast_shapes, check_shape
 from nbx_core.tensor import NBXTensor, empty_tensor
-
-from .checks import floating, no_generator, probability, tensor_arg
+from nbx_core.tensor.args import (
+    FLOAT8,
+    FLOATING,
+    REAL,
+    check_broadcasts_to,
+    check_dtype,
+    dtype_arg,
+    int_arg,
+    number_arg,
+    probability,
+    tensor_arg,
+)
 
 _SEED_LIMIT = 2**63
 # The largest float32 below 1: keeps uniform draws in [0, 1) (Triton's conversion can round up to 1).
@@ -57,8 +67,7 @@ _stream = PhiloxStream()
 
 def manual_seed(seed: int) -> None:
     """Restart the stream at key ``seed`` (0 <= seed < 2**63) and counter 0."""
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise NbxTypeError(f"manual_seed: seed must be an int, got {type(seed).__name__}")
+    int_arg("manual_seed", seed, "seed")
     if not 0 <= seed < _SEED_LIMIT:
         raise NbxValueError(f"manual_seed: seed must be in [0, 2**63), got {seed}")
     _stream.seed = seed
@@ -95,12 +104,16 @@ def _fill(out: NBXTensor, normal: bool, a: float = 0.0, b: float = 1.0) -> NBXTe
 
 
 def _float_dtype(op: str, dtype: Any, default: D.DType) -> D.DType:
-    dt = D.as_dtype(dtype) if dtype is not None else default
-    if not dt.is_floating_point or dt.is_float8:
+    return dtype_arg(op, dtype if dtype is not None else default, FLOATING)
+
+
+def _no_generator(op: str, generator: Any) -> None:
+    """NBX's random ops draw from the plugin's own Philox stream, not a torch Generator."""
+    if generator is not None:
         raise NbxTypeError(
-            f"{op}: dtype {dt} is not supported; pass a floating dtype (float16, bfloat16, float32, float64)"
+            f"{op}: NBX does not take a generator argument; seed the stream with "
+            "nbx_elementwise.random.manual_seed(seed) instead"
         )
-    return dt
 
 
 def _new(op: str, size: Any, dtype: Any, device: Any) -> NBXTensor:
@@ -118,14 +131,14 @@ def _like(op: str, self: NBXTensor, dtype: Any, device: Any) -> NBXTensor:
 def rand(*size: Any, generator: Any = None, dtype: Any = None, layout: Any = None, device: Any = None,
          pin_memory: Any = None) -> NBXTensor:
     """``aten::rand``: uniform on [0, 1) of shape ``size``."""
-    no_generator("aten::rand", generator)
+    _no_generator("aten::rand", generator)
     return _fill(_new("aten::rand", size, dtype, device), normal=False)
 
 
 def randn(*size: Any, generator: Any = None, dtype: Any = None, layout: Any = None, device: Any = None,
           pin_memory: Any = None) -> NBXTensor:
     """``aten::randn``: standard normal of shape ``size``."""
-    no_generator("aten::randn", generator)
+    _no_generator("aten::randn", generator)
     return _fill(_new("aten::randn", size, dtype, device), normal=True)
 
 
@@ -145,12 +158,11 @@ def uniform(self: NBXTensor, from_: float = 0.0, to: float = 1.0, *, generator: 
             **kwargs: Any) -> NBXTensor:
     """``aten::uniform``: a new tensor like self, uniform on [from, to)."""
     op = "aten::uniform"
-    no_generator(op, generator)
+    _no_generator(op, generator)
     lo = kwargs.pop("from", from_)
     if kwargs:
         raise NbxTypeError(f"{op}: unexpected arguments {sorted(kwargs)}")
-    tensor_arg(op, self)
-    floating(op, self)
+    tensor_arg(op, self, dtypes=FLOATING | FLOAT8)
     if lo > to:
         raise NbxValueError(f"{op}: expects a [from, to) range, but found from={lo} > to={to}")
     return _fill(empty_tensor(self.shape, self.dtype, self.device), False, lo, to - lo)
@@ -170,12 +182,12 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None
     std tensor are not checked (that needs the data before launch).
     """
     op = "aten::normal"
-    no_generator(op, generator)
+    _no_generator(op, generator)
     for arg, v in (("mean", mean), ("std", std)):
-        if not isinstance(v, NBXTensor) and (isinstance(v, bool) or not isinstance(v, int | float)):
-            raise NbxTypeError(f"{op}: argument '{arg}' must be a tensor or a float, got {type(v).__name__}")
         if isinstance(v, NBXTensor):
-            floating(op, v, arg=arg)
+            check_dtype(op, v, arg, FLOATING | FLOAT8)
+        else:
+            number_arg(op, v, arg)
     if not isinstance(std, NBXTensor) and std < 0:
         raise NbxValueError(f"{op}: expects std >= 0.0, but found std {std}")
     tensors = [t for t in (mean, std) if isinstance(t, NBXTensor)]
@@ -200,20 +212,18 @@ def bernoulli(self: NBXTensor, p: Any = None, *, generator: Any = None) -> NBXTe
     """``aten::bernoulli`` (default, p float, p Tensor): 1 with probability p (self's values when p
     is None), else 0, in self's dtype and shape."""
     op = "aten::bernoulli"
-    no_generator(op, generator)
+    _no_generator(op, generator)
     tensor_arg(op, self)
     if p is None:
-        floating(op, self)
+        check_dtype(op, self, "self", FLOATING | FLOAT8)
         prob: Any = self
     elif isinstance(p, NBXTensor):
-        floating(op, p, arg="p")
-        if broadcast_shapes(op, self.shape, p.shape) != self.shape:
-            raise ShapeError(f"{op}: p of shape {p.shape} does not broadcast to self's shape {self.shape}")
+        check_dtype(op, p, "p", FLOATING | FLOAT8)
+        check_broadcasts_to(op, p, "p", self.shape, "self")
         prob = p
     else:
         prob = probability(op, p)
-    if self.dtype.is_complex:
-        raise NbxTypeError(f"{op}: complex tensors are not supported: pass a real tensor")
+    check_dtype(op, self, "self", REAL)
     u = _fill(empty_tensor(self.shape, D.float32, self.device), normal=False)
     wide = isinstance(prob, NBXTensor) and prob.dtype is D.float64
     return pointwise(op, _below, u, prob, dtype=D.float64 if wide else D.float32, out_dtype=self.dtype)
@@ -238,8 +248,7 @@ def dropout(input: NBXTensor, p: float, train: bool) -> NBXTensor:  # noqa: A002
     """``aten::dropout``: zero each element with probability p and scale the rest by 1/(1-p) when
     ``train``; otherwise (or with p 0 or an empty input) ``input`` itself, as ATen returns it."""
     op = "aten::dropout"
-    tensor_arg(op, input, "input")
-    floating(op, input, arg="input")
+    tensor_arg(op, input, "input", dtypes=FLOATING | FLOAT8)
     p = probability(op, p)
     if not train or p == 0.0 or input.numel() == 0:
         return input
@@ -251,8 +260,7 @@ def native_dropout(input: NBXTensor, p: float, train: bool | None) -> tuple[NBXT
     """``aten::native_dropout``: ``(output, mask)`` with a bool keep-mask; when not training a copy
     of input and an all-true mask."""
     op = "aten::native_dropout"
-    tensor_arg(op, input, "input")
-    floating(op, input, arg="input")
+    tensor_arg(op, input, "input", dtypes=FLOATING | FLOAT8)
     p = probability(op, p)
     if input.numel() == 0:
         return input, empty_tensor(input.shape, D.bool_, input.device)

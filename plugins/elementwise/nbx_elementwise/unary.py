@@ -17,9 +17,9 @@ from nbx_core.errors import NbxTypeError
 from nbx_core.runtime.kernels import precise as P
 from nbx_core.runtime.pointwise import pointwise
 from nbx_core.tensor import NBXTensor
+from nbx_core.tensor.args import BOOL, REAL, int_arg, number_arg, tensor_arg
 
 from . import mathlib as M
-from .checks import no_complex, not_bool, tensor_arg
 
 LOG10E = tl.constexpr(0.4342944819032518)
 
@@ -236,7 +236,7 @@ def _float_unary(name: str, fn: Any) -> Callable[..., NBXTensor]:
     op = f"aten::{name}"
 
     def wrapper(self: NBXTensor, *, out: NBXTensor | None = None) -> NBXTensor:
-        no_complex(op, tensor_arg(op, self))
+        tensor_arg(op, self, dtypes=REAL)
         return pointwise(op, fn, self, float_op=True, out=out)
 
     wrapper.__name__ = wrapper.__qualname__ = name
@@ -274,9 +274,7 @@ def _keep_dtype_unary(name: str, fn: Any, int_fn: Any) -> Callable[..., NBXTenso
     op = f"aten::{name}"
 
     def wrapper(self: NBXTensor, *, out: NBXTensor | None = None) -> NBXTensor:
-        tensor_arg(op, self)
-        no_complex(op, self)
-        not_bool(op, self)
+        tensor_arg(op, self, dtypes=REAL - BOOL)
         return pointwise(op, fn if self.dtype.is_floating_point else int_fn, self, out=out)
 
     wrapper.__name__ = wrapper.__qualname__ = name
@@ -294,11 +292,8 @@ trunc = _keep_dtype_unary("trunc", _trunc, _same)
 def round(self: NBXTensor, decimals: int = 0, *, out: NBXTensor | None = None) -> NBXTensor:  # noqa: A001
     """``aten::round`` (half to even) and ``round.decimals``: rint(x * 10^d) / 10^d as torch computes it."""
     op = "aten::round"
-    tensor_arg(op, self)
-    no_complex(op, self)
-    not_bool(op, self)
-    if isinstance(decimals, bool) or not isinstance(decimals, int):
-        raise NbxTypeError(f"{op}: argument 'decimals' must be an int, got {type(decimals).__name__}")
+    tensor_arg(op, self, dtypes=REAL - BOOL)
+    int_arg(op, decimals, "decimals")
     if not self.dtype.is_floating_point:
         if decimals != 0:
             raise NbxTypeError(f"{op}: decimals={decimals} needs a floating tensor, got {self.dtype}: cast it first")
@@ -313,7 +308,7 @@ def round(self: NBXTensor, decimals: int = 0, *, out: NBXTensor | None = None) -
 def sign(self: NBXTensor, *, out: NBXTensor | None = None) -> NBXTensor:
     """``aten::sign``: -1, 0 or 1 in the input dtype (bool stays bool; NaN gives 0)."""
     op = "aten::sign"
-    no_complex(op, tensor_arg(op, self))
+    tensor_arg(op, self, dtypes=REAL)
     if self.dtype is D.bool_:
         return pointwise(op, _same, self, out=out)
     return pointwise(op, _sign, self, out=out)
@@ -323,7 +318,7 @@ def _classify(name: str, fn: Any, int_fn: Any) -> Callable[..., NBXTensor]:
     op = f"aten::{name}"
 
     def wrapper(self: NBXTensor) -> NBXTensor:
-        no_complex(op, tensor_arg(op, self))
+        tensor_arg(op, self, dtypes=REAL)
         return pointwise(op, fn if self.dtype.is_floating_point else int_fn, self, out_dtype=D.bool_)
 
     wrapper.__name__ = wrapper.__qualname__ = name
@@ -341,13 +336,12 @@ def nan_to_num(self: NBXTensor, nan: float | None = None, posinf: float | None =
     """``aten::nan_to_num``: NaN → ``nan`` (0), +inf → ``posinf`` and -inf → ``neginf``
     (default: the dtype's largest and lowest finite values). Integer tensors are copied."""
     op = "aten::nan_to_num"
-    no_complex(op, tensor_arg(op, self))
+    tensor_arg(op, self, dtypes=REAL)
     if not self.dtype.is_floating_point:
         return pointwise(op, _same, self, out=out)
     info = ml_dtypes.finfo(self.dtype.np)
     values = [0.0 if nan is None else nan, float(info.max) if posinf is None else posinf,
               float(info.min) if neginf is None else neginf]
     for arg, v in zip(("nan", "posinf", "neginf"), values, strict=True):
-        if isinstance(v, bool) or not isinstance(v, int | float):
-            raise NbxTypeError(f"{op}: argument '{arg}' must be a number or None, got {type(v).__name__}")
+        number_arg(op, v, arg)
     return pointwise(op, _nan_to_num, self, *(float(v) for v in values), dtype=self.dtype, out=out)

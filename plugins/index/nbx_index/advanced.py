@@ -20,16 +20,21 @@ import triton
 import triton.language as tl
 
 from nbx_core import dtypes as D
-from nbx_core.errors import IndexOutOfRangeError, NbxTypeError, ShapeError
+from nbx_core.errors import IndexOutOfRangeError, NbxTypeError
 from nbx_core.ops import views as V
+from nbx_core.runtime.kernels.copy import contiguous_copy
+from nbx_core.runtime.kernels.index_range import checked, flag_for, raise_if_flagged, raise_now_if_flagged
 from nbx_core.runtime.kernels.indexing import block_indices, needs_int64, strided_offsets
 from nbx_core.runtime.launch import block_size, cdiv, launch
-from nbx_core.shape import broadcast_shapes, numel
+from nbx_core.shape import broadcast_shapes, coalesce, numel
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
+from nbx_core.tensor.args import check_broadcasts_to, optional_tensor, same_dtype, tensor_arg
 
-from .common import BIG, checked, contiguous_copy, dims_or_one, flag_for, raise_if_flagged, raise_now_if_flagged
 from .gather import take_rows
 from .scatter import ADD, SET, scatter_serial
+
+BIG = 2**62
+"""The bound passed with offsets that were range-checked already: no offset reaches it."""
 
 
 @triton.jit
@@ -73,7 +78,7 @@ class _Plan:
         for k, d in enumerate(self.adv):
             flag = flag_for(x.device)
             t = V.expand(self.slots[d], self.bshape)
-            shape, st = dims_or_one(t.shape, t.stride())
+            shape, (st,) = coalesce(t.shape, t.stride())
             launch(_lin_kernel, (cdiv(n, block),), lin, t, flag, n, x.shape[d], x.stride(d), shape, st, ACC=k > 0,
                    NDIM=len(shape), BLOCK=block, INT64=needs_int64(n, t))
             (raise_now_if_flagged if wait else raise_if_flagged)(op, f"indices[{d}]", flag, x.shape[d])
@@ -88,8 +93,7 @@ def _expand_masks(op: str, x: NBXTensor, indices: Sequence[Any]) -> tuple[NBXTen
         if t is None:
             slots.append(None)
             continue
-        if not isinstance(t, NBXTensor):
-            raise NbxTypeError(f"{op}: indices[{k}] must be a tensor or None, got {type(t).__name__}")
+        optional_tensor(op, t, f"indices[{k}]")
         check_device(op, x, t)
         if t.dtype in (D.bool_, D.uint8):
             d0 = len(slots)
@@ -126,18 +130,12 @@ def index(self: NBXTensor, indices: Sequence[Any]) -> NBXTensor:
 
 
 def _put(op: str, dst: NBXTensor, indices: Sequence[Any], values: NBXTensor, accumulate: bool) -> None:
-    if not isinstance(values, NBXTensor):
-        raise NbxTypeError(f"{op}: values must be a tensor, got {type(values).__name__}")
+    tensor_arg(op, values, "values")
     check_device(op, dst, values)
-    if values.dtype is not dst.dtype:
-        raise NbxTypeError(f"{op}: values have dtype {values.dtype} but self has {dst.dtype}: "
-                           "index put needs matching dtypes, cast values first")
+    same_dtype(op, ("self", dst), ("values", values))
     plan = _Plan(op, dst, indices)
-    try:
-        vals = V.expand(values, plan.shape)
-    except Exception:
-        raise ShapeError(f"{op}: values of shape {tuple(values.shape)} cannot broadcast to the indexed shape "
-                         f"{plan.shape}") from None
+    check_broadcasts_to(op, values, "values", plan.shape, "the indexed result")
+    vals = V.expand(values, plan.shape)
     lin = plan.offsets(op, wait=True)
     J, Q = lin.numel(), numel(plan.post[0])
     vals = contiguous_copy(vals)

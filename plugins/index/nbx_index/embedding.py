@@ -14,10 +14,12 @@ import triton.language as tl
 
 from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
 from nbx_core.ops import views as V
+from nbx_core.runtime.kernels.copy import contiguous_copy
+from nbx_core.runtime.kernels.index_range import checked, flag_for, raise_if_flagged
 from nbx_core.runtime.launch import BACKEND, launch, next_pow2
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
+from nbx_core.tensor.args import INDEX, tensor_arg
 
-from .common import check_index_dtype, checked, contiguous_copy, flag_for, raise_if_flagged
 from .gather import take_rows
 
 
@@ -25,7 +27,7 @@ def embedding(weight: NBXTensor, indices: NBXTensor, padding_idx: int = -1, scal
               sparse: bool = False) -> NBXTensor:
     """``aten::embedding``: ``weight[indices]``, rows of a 2-D weight (shape ``indices.shape + (dim,)``)."""
     op = "aten::embedding"
-    check_index_dtype(op, "indices", indices)
+    tensor_arg(op, indices, "indices", dtypes=INDEX)
     check_device(op, weight, indices)
     if weight.ndim != 2:
         raise ShapeError(f"{op}: weight must be 2-D, got {weight.ndim} dims")
@@ -91,8 +93,8 @@ def _embedding_bag(weight: NBXTensor, indices: NBXTensor, offsets: NBXTensor, sc
     ``(output, offset2bag, bag_size, max_indices)``.
     """
     op = "aten::_embedding_bag"
-    check_index_dtype(op, "indices", indices)
-    check_index_dtype(op, "offsets", offsets)
+    tensor_arg(op, indices, "indices", dtypes=INDEX)
+    tensor_arg(op, offsets, "offsets", dtypes=INDEX)
     check_device(op, weight, indices, offsets, *([per_sample_weights] if per_sample_weights is not None else []))
     if weight.ndim != 2 or not weight.dtype.is_floating_point:
         raise NbxTypeError(f"{op}: weight must be a 2-D floating tensor, got {weight.ndim}-D {weight.dtype}")

@@ -13,12 +13,12 @@ import triton.language as tl
 
 from nbx_core.errors import ShapeError
 from nbx_core.ops import views as V
+from nbx_core.runtime.kernels.index_range import checked, flag_for, raise_if_flagged
 from nbx_core.runtime.kernels.indexing import block_indices, needs_int64, strided_offsets
 from nbx_core.runtime.launch import BACKEND, block_size, cdiv, launch, next_pow2
-from nbx_core.shape import numel, wrap_dim
+from nbx_core.shape import coalesce, numel, wrap_dim
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
-
-from .common import check_index_dtype, checked, dims_or_one, flag_for, raise_if_flagged
+from nbx_core.tensor.args import INDEX, check_dtype, tensor_arg
 
 
 @triton.jit
@@ -55,8 +55,8 @@ def take_rows(op: str, arg: str, x: NBXTensor, index: NBXTensor, size: int, mult
     if R * Q == 0:
         return out
     flag = flag_for(x.device)
-    pre_s, pre_st = dims_or_one(*pre)
-    post_s, post_st = dims_or_one(*post)
+    pre_s, (pre_st,) = coalesce(*pre)
+    post_s, (post_st,) = coalesce(*post)
     if BACKEND == "cpu":
         bq = min(next_pow2(Q), 4096)
         br = max(1, min(next_pow2(R), 8192 // bq))
@@ -74,7 +74,7 @@ def take_rows(op: str, arg: str, x: NBXTensor, index: NBXTensor, size: int, mult
 def index_select(self: NBXTensor, dim: int, index: NBXTensor) -> NBXTensor:
     """``aten::index_select``: the slices of ``self`` along ``dim`` at the 1-D (or 0-dim) ``index``."""
     op = "aten::index_select"
-    check_index_dtype(op, "index", index)
+    tensor_arg(op, index, "index", dtypes=INDEX)
     check_device(op, self, index)
     if index.ndim > 1:
         raise ShapeError(f"{op}: index must be 1-D or 0-dim, got {index.ndim} dims: flatten it first")
@@ -123,7 +123,8 @@ def check_like_index(op: str, self: NBXTensor, index: NBXTensor, d: int, src: NB
 def gather(self: NBXTensor, dim: int, index: NBXTensor, *, sparse_grad: bool = False) -> NBXTensor:
     """``aten::gather``: ``out[i][j][k] = self[i][index[i][j][k]][k]`` (for ``dim == 1``)."""
     op = "aten::gather"
-    check_index_dtype(op, "index", index, empty_any=True)
+    if tensor_arg(op, index, "index").numel():  # torch checks the dtype of an index with elements only
+        check_dtype(op, index, "index", INDEX)
     check_device(op, self, index)
     d = wrap_dim(op, dim, self.ndim)
     check_like_index(op, self, index, d)

@@ -14,18 +14,18 @@ import triton
 import triton.language as tl
 
 from nbx_core import dtypes as D
-from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
+from nbx_core.errors import NbxValueError, ShapeError
 from nbx_core.ops import creation
 from nbx_core.ops import views as V
 from nbx_core.runtime import checks
-from nbx_core.runtime.kernels.copy import copy_into
+from nbx_core.runtime.kernels.copy import contiguous_copy, copy_into
+from nbx_core.runtime.kernels.index_range import flag_for
 from nbx_core.runtime.kernels.indexing import block_indices, needs_int64, strided_offsets
-from nbx_core.runtime.launch import BACKEND, block_size, cdiv, launch
+from nbx_core.runtime.launch import TRAITS, block_size, cdiv, launch
 from nbx_core.runtime.pointwise import pointwise
 from nbx_core.shape import wrap_dim, wrap_dims
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
-
-from .common import check_index_dtype, contiguous_copy, flag_for
+from nbx_core.tensor.args import INDEX, check_min_ndim, int_arg, tensor_arg
 
 
 def flip(self: NBXTensor, dims: Sequence[int]) -> NBXTensor:
@@ -87,10 +87,8 @@ def _tri_kernel(out_ptr, x_ptr, n, rows, cols, diagonal, shape, strides, UPPER: 
 
 
 def _tri(op: str, x: NBXTensor, diagonal: int, upper: bool) -> NBXTensor:
-    if x.ndim < 2:
-        raise ShapeError(f"{op}: input must have at least 2 dims, got {x.ndim}")
-    if not isinstance(diagonal, int) or isinstance(diagonal, bool):
-        raise NbxTypeError(f"{op}: diagonal must be an int, got {type(diagonal).__name__}")
+    check_min_ndim(op, x, "input", 2)
+    int_arg(op, diagonal, "diagonal")
     out = empty_tensor(x.shape, x.dtype, x.device)
     n = out.numel()
     if n == 0:
@@ -179,8 +177,7 @@ def _source_index(op: str, repeats: NBXTensor, output_size: int | None) -> NBXTe
             raise NbxValueError(f"{op}: repeats holds {value}: repeats must be non-negative")
     total = int(V.select(cum, 0, n - 1).item()) if n else 0
     if output_size is not None:
-        # On aot no kernel runs, so the total read back is 0 and says nothing.
-        if output_size != total and n and BACKEND != "aot":
+        if output_size != total and n and TRAITS.runs_kernels:
             raise NbxValueError(f"{op}: output_size={output_size} but the repeats sum to {total}: "
                                     "pass the sum or leave output_size out")
         total = output_size
@@ -196,7 +193,7 @@ def repeat_interleave(self: NBXTensor, repeats: Any = None, dim: int | None = No
     along ``dim``) ``repeats`` times; the Tensor overload returns the source index of each output."""
     op = "aten::repeat_interleave"
     if repeats is None:
-        check_index_dtype(op, "repeats", self)
+        tensor_arg(op, self, "repeats", dtypes=INDEX)
         if self.ndim != 1:
             raise ShapeError(f"{op}: repeats must be 1-D, got {self.ndim} dims")
         return _source_index(op, self, output_size)
@@ -205,7 +202,7 @@ def repeat_interleave(self: NBXTensor, repeats: Any = None, dim: int | None = No
     x = x if x.ndim else V.reshape(x, (1,))
     size = x.shape[d]
     if isinstance(repeats, NBXTensor):
-        check_index_dtype(op, "repeats", repeats)
+        tensor_arg(op, repeats, "repeats", dtypes=INDEX)
         check_device(op, self, repeats)
         if repeats.ndim > 1:
             raise ShapeError(f"{op}: repeats must be 0-dim or 1-D, got {repeats.ndim} dims")

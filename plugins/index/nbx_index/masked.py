@@ -13,10 +13,9 @@ from nbx_core.errors import NbxTypeError, NbxValueError
 from nbx_core.ops import views as V
 from nbx_core.runtime.kernels.indexing import block_indices, needs_int64, strided_offsets
 from nbx_core.runtime.launch import block_size, cdiv, launch
-from nbx_core.shape import broadcast_shapes
+from nbx_core.shape import broadcast_shapes, coalesce
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 
-from .common import dims_or_one
 from .search import block_offsets
 
 
@@ -55,7 +54,7 @@ def masked_scatter(self: NBXTensor, mask: NBXTensor, source: NBXTensor) -> NBXTe
     if total > source.numel():
         raise NbxValueError(f"{op}: the mask selects {total} elements but source has only {source.numel()}: "
                             "pass a source with at least as many elements as the mask has true values")
-    s_shape, s_st = dims_or_one(source.shape, source.stride()) if source.numel() else ((1,), (0,))
+    s_shape, (s_st,) = coalesce(source.shape, source.stride()) if source.numel() else ((1,), ((0,),))
     src = source if source.numel() else self
     launch(_masked_scatter_kernel, (cdiv(n, block),), out, x, mk, src, offsets, n, total, *full, s_shape, s_st,
            NDIM=len(full[0]), SDIM=len(s_shape), BLOCK=block, INT64=needs_int64(n, x, mk, source))

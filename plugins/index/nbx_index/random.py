@@ -18,18 +18,17 @@ import triton.language as tl
 from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError, NbxValueError
 from nbx_core.ops import creation
+from nbx_core.runtime.kernels.copy import contiguous_copy
 from nbx_core.runtime.launch import BACKEND, cdiv, launch, next_pow2
 from nbx_core.tensor import NBXTensor, empty_tensor
-
-from .common import contiguous_copy
+from nbx_core.tensor.args import int_arg
 
 _state = {"seed": 0, "calls": 0}
 
 
 def manual_seed(seed: int) -> None:
     """Seed nbx-index's random ops (randperm, multinomial) and restart their call counter."""
-    if not isinstance(seed, int) or isinstance(seed, bool):
-        raise NbxTypeError(f"manual_seed: seed must be an int, got {type(seed).__name__}")
+    int_arg("manual_seed", seed, "seed")
     _state["seed"], _state["calls"] = seed % 2**63, 0
 
 

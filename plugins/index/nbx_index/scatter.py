@@ -17,14 +17,15 @@ import triton.language as tl
 from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError, NbxValueError
 from nbx_core.ops import views as V
-from nbx_core.runtime.kernels.copy import cast_to
+from nbx_core.runtime.kernels.copy import cast_to, contiguous_copy
+from nbx_core.runtime.kernels.index_range import check_range
 from nbx_core.runtime.kernels.indexing import block_indices, needs_int64, strided_offsets
 from nbx_core.runtime.launch import block_size, cdiv, launch
 from nbx_core.runtime.pointwise import pointwise, tl_dtype
 from nbx_core.shape import wrap_dim
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor, tensor
+from nbx_core.tensor.args import INDEX, check_dtype, operand, same_dtype, tensor_arg
 
-from .common import INT_INDEX, check_index_dtype, check_range, contiguous_copy
 from .gather import check_like_index
 
 # MODE codes: how the source value combines with the current one.
@@ -103,13 +104,14 @@ def scatter_serial(dst: NBXTensor, index: NBXTensor, src: NBXTensor | None, valu
 
 def _dim_scatter(op: str, self: NBXTensor, dim: int, index: NBXTensor, src: Any, reduce: str | None,
                  include_self: bool = True) -> NBXTensor:
-    check_index_dtype(op, "index", index, empty_any=True)
+    if tensor_arg(op, index, "index").numel():  # torch checks the dtype of an index with elements only
+        check_dtype(op, index, "index", INDEX)
     is_tensor = isinstance(src, NBXTensor)
     check_device(op, self, index, *([src] if is_tensor else []))
-    if is_tensor and src.dtype is not self.dtype:
-        raise NbxTypeError(f"{op}: src has dtype {src.dtype} but self has {self.dtype}: cast src to match")
-    if not is_tensor and not isinstance(src, bool | int | float):
-        raise NbxTypeError(f"{op}: value must be a tensor or a number, got {type(src).__name__}")
+    if is_tensor:
+        same_dtype(op, ("self", self), ("src", src))
+    else:
+        operand(op, src, "value")
     mode = SET if reduce is None else _REDUCE.get(reduce)
     if mode is None:
         raise NbxValueError(f"{op}: reduce={reduce!r} is not supported: use one of {sorted(_REDUCE)}")
@@ -201,7 +203,7 @@ def scatter_reduce(self: NBXTensor, dim: int, index: NBXTensor, src: NBXTensor, 
 def index_add(self: NBXTensor, dim: int, index: NBXTensor, source: NBXTensor, *, alpha: Any = 1) -> NBXTensor:
     """``aten::index_add``: ``self`` with ``alpha * source[..., k, ...]`` added at ``index[k]`` along ``dim``."""
     op = "aten::index_add"
-    check_index_dtype(op, "index", index, INT_INDEX)
+    tensor_arg(op, index, "index", dtypes=INDEX)
     check_device(op, self, index, source)
     if source.dtype is not self.dtype:
         raise NbxTypeError(f"{op}: source has dtype {source.dtype} but self has {self.dtype}: cast source")

@@ -14,15 +14,15 @@ import triton
 import triton.language as tl
 
 from nbx_core import dtypes as D
-from nbx_core.errors import NbxTypeError, NbxValueError
+from nbx_core.errors import NbxTypeError
 from nbx_core.ops import views as V
-from nbx_core.runtime.kernels.copy import cast_to
+from nbx_core.runtime.kernels.copy import cast_to, contiguous_copy
 from nbx_core.runtime.kernels.indexing import block_indices, needs_int64, strided_offsets
 from nbx_core.runtime.launch import block_size, cdiv, launch
 from nbx_core.runtime.pointwise import tl_dtype
+from nbx_core.shape import coalesce
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor, tensor
-
-from .common import contiguous_copy, dims_or_one
+from nbx_core.tensor.args import tensor_arg
 
 
 @triton.jit
@@ -39,7 +39,7 @@ def block_offsets(x: NBXTensor, block: int) -> tuple[NBXTensor, int, tuple, tupl
 
     Returns (offsets on x's device, total, coalesced shape, strides)."""
     n = x.numel()
-    shape, st = dims_or_one(x.shape, x.stride())
+    shape, (st,) = coalesce(x.shape, x.stride())
     nb = cdiv(n, block)
     counts = empty_tensor((nb,), D.int64, x.device, zero=True)
     launch(_count_kernel, (nb,), counts, x, n, shape, st, NDIM=len(shape), BLOCK=block, INT64=needs_int64(n, x))
@@ -114,7 +114,7 @@ def _search(x: NBXTensor, b: NBXTensor, side: int, out_dtype: D.DType, comp: D.D
     n = x.numel()
     if n == 0:
         return out
-    shape, st = dims_or_one(x.shape, x.stride())
+    shape, (st,) = coalesce(x.shape, x.stride())
     m = b.shape[0]
     block = block_size(n)
     launch(_search_kernel, (cdiv(n, block),), out, x, b, n, m, b.stride(0), (m + 1).bit_length(), shape, st,
@@ -132,8 +132,7 @@ def bucketize(self: Any, boundaries: NBXTensor, *, out_int32: bool = False, righ
     """``aten::bucketize`` (Tensor and Scalar): for each value, the index of its bucket in the
     sorted 1-D ``boundaries`` (``right`` puts values equal to a boundary in the next bucket)."""
     op = "aten::bucketize"
-    if not isinstance(boundaries, NBXTensor) or boundaries.ndim != 1:
-        raise NbxValueError(f"{op}: boundaries must be a 1-D tensor")
+    tensor_arg(op, boundaries, "boundaries", ndim=1)
     x = self if isinstance(self, NBXTensor) else _scalar_tensor(self, boundaries.device)
     check_device(op, x, boundaries)
     for t, arg in ((x, "self"), (boundaries, "boundaries")):

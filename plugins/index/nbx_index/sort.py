@@ -29,11 +29,11 @@ import triton.language as tl
 from nbx_core import dtypes as D
 from nbx_core.errors import IndexOutOfRangeError, NbxTypeError, NbxValueError
 from nbx_core.ops import views as V
-from nbx_core.runtime.kernels.copy import copy_into
+from nbx_core.runtime.kernels.copy import contiguous_copy, copy_into
 from nbx_core.shape import wrap_dim
 from nbx_core.tensor import NBXTensor, empty_tensor
+from nbx_core.tensor.args import int_arg
 
-from .common import contiguous_copy
 from .sortkeys import LOW, PAD, key32
 
 
@@ -299,8 +299,7 @@ def topk(self: NBXTensor, k: int, dim: int = -1, largest: bool = True, sorted: b
     """``aten::topk``: the ``k`` largest (or smallest) along ``dim``, always in sorted order; among
     equal values the earlier position comes first."""
     op = "aten::topk"
-    if not isinstance(k, int) or isinstance(k, bool):
-        raise NbxTypeError(f"{op}: k must be an int, got {type(k).__name__}")
+    int_arg(op, k, "k")
     n = self.shape[wrap_dim(op, dim, self.ndim)] if self.ndim else 1
     if not 0 <= k <= n:
         raise IndexOutOfRangeError(f"{op}: k={k} is out of range for a dimension of size {n}: need 0 <= k <= {n}")

@@ -11,18 +11,18 @@ torch supports float32 and float64 here, and so does NBX.
 """
 
 
-from typing import Any
 
 import triton
 import triton.language as tl
 from nbx_core import dtypes as D
-from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
+from nbx_core.errors import NbxValueError, ShapeError
 from nbx_core.ops.copy import fill_
 from nbx_core.runtime.kernels.indexing import needs_int64, strided_offsets
 from nbx_core.runtime.launch import BACKEND, cdiv, launch, next_pow2
 from nbx_core.runtime.pointwise import tl_dtype
 from nbx_core.shape import broadcast_shapes, broadcast_strides, coalesce, numel
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
+from nbx_core.tensor.args import number_arg, out_arg, same_dtype, tensor_arg
 
 # The norms, as constexprs the kernel can read (``.value`` in Python).
 P_ZERO, P_ONE, P_TWO, P_INF, P_GENERAL, P_TWO_MM = (tl.constexpr(i) for i in range(6))
@@ -128,32 +128,18 @@ def _blocks(p: int, r: int, m: int, norm: int) -> tuple[int, int, int, int]:
     return 32, 32, 8, 4
 
 
-def _check(op: str, t: Any, arg: str) -> NBXTensor:
-    if not isinstance(t, NBXTensor):
-        raise NbxTypeError(f"{op}: {arg} must be a tensor, got {type(t).__name__}")
-    if t.dtype not in (D.float32, D.float64):
-        raise NbxTypeError(f"{op}: {arg} has dtype {t.dtype}; torch's {op.removeprefix('aten::')} supports "
-                           "float32 and float64 only: cast it first")
-    return t
-
-
-def _check_p(op: str, p: Any) -> float:
-    if not isinstance(p, int | float) or isinstance(p, bool):
-        raise NbxTypeError(f"{op}: p must be a number, got {type(p).__name__}")
-    return float(p)
+DTYPES = frozenset({D.float32, D.float64})
+"""What torch's distance kernels take."""
 
 
 def _cdist_forward(x1: NBXTensor, x2: NBXTensor, p: float, compute_mode: int | None = None, *,
                    out: NBXTensor | None = None) -> NBXTensor:
     """aten::_cdist_forward: p-norm distances between rows of x1 (*B, P, M) and x2 (*B, R, M) → (*B, P, R)."""
     op = "aten::_cdist_forward"
-    _check(op, x1, "x1")
-    _check(op, x2, "x2")
-    p = _check_p(op, p)
-    if x1.ndim < 2 or x2.ndim < 2:
-        raise ShapeError(f"{op}: cdist only supports at least 2D tensors, x1 is {x1.ndim}-D and x2 {x2.ndim}-D")
-    if x1.dtype is not x2.dtype:
-        raise NbxTypeError(f"{op}: x1 and x2 must have the same dtype, got {x1.dtype} and {x2.dtype}")
+    tensor_arg(op, x1, "x1", dtypes=DTYPES, min_ndim=2)
+    tensor_arg(op, x2, "x2", dtypes=DTYPES, min_ndim=2)
+    p = float(number_arg(op, p, "p"))
+    same_dtype(op, ("x1", x1), ("x2", x2))
     if x1.shape[-1] != x2.shape[-1]:
         raise ShapeError(f"{op}: x1 and x2 must have the same number of columns, got {x1.shape[-1]} and "
                          f"{x2.shape[-1]}")
@@ -165,9 +151,9 @@ def _cdist_forward(x1: NBXTensor, x2: NBXTensor, p: float, compute_mode: int | N
     batch = broadcast_shapes(op, x1.shape[:-2], x2.shape[:-2])
     rows1, rows2, m = x1.shape[-2], x2.shape[-2], x1.shape[-1]
     shape = (*batch, rows1, rows2)
-    if out is not None and (out.shape != shape or out.dtype is not x1.dtype):
-        raise ShapeError(f"{op}: out must have shape {shape} and dtype {x1.dtype}, got {out.shape} {out.dtype}")
-    res = out if out is not None else empty_tensor(shape, x1.dtype, device)
+    res = out_arg(op, out, shape, x1.dtype)
+    if res is None:
+        res = empty_tensor(shape, x1.dtype, device)
     if numel(shape) == 0:
         return res
     if m == 0:
@@ -192,10 +178,8 @@ def _cdist_forward(x1: NBXTensor, x2: NBXTensor, p: float, compute_mode: int | N
 def _pdist_forward(self: NBXTensor, p: float = 2.0, *, out: NBXTensor | None = None) -> NBXTensor:
     """aten::_pdist_forward: distances between all row pairs i < j of a contiguous (N, M) input."""
     op = "aten::_pdist_forward"
-    _check(op, self, "self")
-    p = _check_p(op, p)
-    if self.ndim != 2:
-        raise ShapeError(f"{op}: pdist only supports 2D tensors, got a {self.ndim}-D tensor")
+    tensor_arg(op, self, "self", dtypes=DTYPES, ndim=2)
+    p = float(number_arg(op, p, "p"))
     if not self.is_contiguous():
         raise NbxValueError(f"{op}: _pdist_forward requires a contiguous input: call .contiguous() first")
     n, m = self.shape

@@ -21,6 +21,7 @@ from nbx_core.ops.copy import contiguous
 from nbx_core.ops.creation import ones
 from nbx_core.shape import contiguous_strides, numel, view_strides
 from nbx_core.tensor import NBXTensor, check_device
+from nbx_core.tensor.args import same_dtype, tensor_arg
 
 from .matmul import gemm
 
@@ -172,17 +173,11 @@ def einsum(equation: Any, tensors: Any = None, *rest: Any, path: Sequence[int] |
     if not isinstance(equation, str):
         raise NbxTypeError(f"{OP}: equation must be a str, got {type(equation).__name__}")
     tensors = list(tensors or [])
-    for i, t in enumerate(tensors):
-        if not isinstance(t, NBXTensor):
-            raise NbxTypeError(f"{OP}: operand {i} must be a tensor, got {type(t).__name__}")
+    named = [(f"operand {i}", tensor_arg(OP, t, f"operand {i}")) for i, t in enumerate(tensors)]
     if not tensors:
         raise NbxValueError(f"{OP}: must provide at least one operand")
     check_device(OP, *tensors)
-    for i, t in enumerate(tensors[1:], 1):
-        if t.dtype is not tensors[0].dtype:
-            raise NbxTypeError(f"{OP}: operands must have one dtype, got {tensors[0].dtype} (operand 0) and "
-                               f"{t.dtype} (operand {i}): cast them with .to()")
-    dtype = tensors[0].dtype
+    dtype = same_dtype(OP, *named)
     if dtype.is_complex or dtype.is_float8 or (dtype is D.bool_ and len(tensors) > 1):
         raise NbxTypeError(f"{OP}: products of {dtype} tensors are not supported: cast to a float or integer dtype")
 

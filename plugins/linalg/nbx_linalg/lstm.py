@@ -27,6 +27,7 @@ from nbx_core.runtime.kernels.copy import cast_to
 from nbx_core.runtime.launch import BACKEND, cdiv, launch, next_pow2
 from nbx_core.runtime.pointwise import tl_dtype
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
+from nbx_core.tensor.args import FLOATING, INTEGRAL, check_dtype, same_dtype, tensor_arg
 
 from .matmul import gemm
 
@@ -125,14 +126,12 @@ def _layers(params: Sequence[NBXTensor], has_biases: bool, num_layers: int, dirs
 
 def _check(input: NBXTensor, hx: Sequence[NBXTensor], params: Sequence[NBXTensor], dropout: float,
            train: bool, num_layers: int) -> None:
-    for name, t in [("input", input), *((f"hx[{i}]", h) for i, h in enumerate(hx)),
-                    *((f"params[{i}]", p) for i, p in enumerate(params))]:
-        if not isinstance(t, NBXTensor):
-            raise NbxTypeError(f"{OP}: {name} must be a tensor, got {type(t).__name__}")
-        if t.dtype is not input.dtype:
-            raise NbxTypeError(f"{OP}: {name} has dtype {t.dtype} but input is {input.dtype}: all must match")
-    if not input.dtype.is_floating_point or input.dtype.is_float8:
-        raise NbxTypeError(f"{OP}: input must be float16, bfloat16, float32 or float64, got {input.dtype}")
+    named = [("input", input), *((f"hx[{i}]", h) for i, h in enumerate(hx)),
+             *((f"params[{i}]", p) for i, p in enumerate(params))]
+    for name, t in named:
+        tensor_arg(OP, t, name)
+    same_dtype(OP, *named)
+    check_dtype(OP, input, "input", FLOATING)
     if len(hx) != 2:
         raise NbxValueError(f"{OP}: hx must be [h0, c0], got {len(hx)} tensors")
     check_device(OP, input, *hx, *params)
@@ -231,8 +230,7 @@ def _lstm_data(data: NBXTensor, batch_sizes: NBXTensor, hx: Sequence[NBXTensor],
     _check(data, hx, params, dropout, train, num_layers)
     if data.ndim != 2:
         raise ShapeError(f"{OP}: packed data must be 2-D (rows, features), got shape {data.shape}")
-    if not isinstance(batch_sizes, NBXTensor) or batch_sizes.ndim != 1 or not batch_sizes.dtype.is_integral:
-        raise NbxTypeError(f"{OP}: batch_sizes must be a 1-D integer tensor")
+    tensor_arg(OP, batch_sizes, "batch_sizes", dtypes=INTEGRAL, ndim=1)
     sizes = [int(s) for s in batch_sizes.tolist()]
     if any(b <= 0 for b in sizes) or any(a < b for a, b in zip(sizes, sizes[1:], strict=False)) \
             or sum(sizes) != data.shape[0]:

@@ -44,6 +44,16 @@ from nbx_core.runtime.launch import BACKEND, cdiv, launch, multiprocessors, next
 from nbx_core.runtime.pointwise import tl_dtype
 from nbx_core.shape import broadcast_shapes, broadcast_strides, coalesce, contiguous_strides, numel, view_strides
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
+from nbx_core.tensor.args import (
+    BOOL,
+    FLOATING,
+    INTEGRAL,
+    check_broadcasts_to,
+    number_arg,
+    out_arg,
+    same_dtype,
+    tensor_arg,
+)
 
 from . import configs, warp_specialized
 from .precision import triton_input_precision
@@ -335,7 +345,7 @@ def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alp
     k_chunk = cdiv(cdiv(k, split_k), bk) * bk if k else bk
     splits = cdiv(k, k_chunk) if k else 1
     persistent = bool(per_sm) and splits == 1 and not tma
-    precision = triton_input_precision() if a.dtype is D.float32 or BACKEND == "cpu" else "ieee"
+    precision = triton_input_precision() if a.dtype is D.float32 else "ieee"
     is_int = acc.is_integral
     tensors = [t for t in (a, b, out) if t is not None] + ([c] if use_c else [])
     tiles = cdiv(m, bm) * cdiv(n, bn)
@@ -368,54 +378,13 @@ def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alp
 
 # -- argument checks ------------------------------------------------------------------------------
 
-def _tensor(op: str, t: Any, arg: str, ndim: int | tuple[int, ...] | None = None) -> NBXTensor:
-    if not isinstance(t, NBXTensor):
-        raise NbxTypeError(f"{op}: {arg} must be a tensor, got {type(t).__name__}")
-    if t.dtype.is_complex or t.dtype.is_float8:
-        raise NbxTypeError(f"{op}: {arg} has dtype {t.dtype}, which NBX matrix products do not support: "
-                           "cast it to float32, float16, bfloat16, float64 or an integer type")
-    want = (ndim,) if isinstance(ndim, int) else ndim
-    if want is not None and t.ndim not in want:
-        names = {1: "a vector (1-D)", 2: "a matrix (2-D)", 3: "a 3-D tensor"}
-        raise ShapeError(f"{op}: {arg} must be {' or '.join(names[w] for w in want)}, got a {t.ndim}-D tensor "
-                         f"of shape {t.shape}")
-    return t
-
-
-def _same_dtype(op: str, *named: tuple[str, NBXTensor]) -> D.DType:
-    first_name, first = named[0]
-    for name, t in named[1:]:
-        if t.dtype is not first.dtype:
-            raise NbxTypeError(f"{op}: {first_name} and {name} must have the same dtype, got {first.dtype} and "
-                               f"{t.dtype}: cast one with .to()")
-    if first.dtype is D.bool_:
-        raise NbxTypeError(f"{op}: bool tensors are not supported (torch has no bool {op}): cast to an integer "
-                           "or float dtype")
-    return first.dtype
+DTYPES = INTEGRAL | FLOATING
+"""What the matrix products multiply (torch has no bool product but addr's)."""
 
 
 def _scalars(op: str, beta: Any, alpha: Any) -> None:
-    for name, v in (("beta", beta), ("alpha", alpha)):
-        if not isinstance(v, bool | int | float):
-            raise NbxTypeError(f"{op}: {name} must be a number, got {type(v).__name__}")
-
-
-def _broadcastable(op: str, c: NBXTensor, shape: tuple[int, ...], arg: str = "self") -> None:
-    if c.ndim > len(shape) or broadcast_shapes(op, c.shape, shape) != tuple(shape):
-        raise ShapeError(f"{op}: {arg} of shape {c.shape} cannot be broadcast to the result shape {tuple(shape)}")
-
-
-def _out(op: str, out: NBXTensor | None, shape: tuple[int, ...], dtype: D.DType) -> NBXTensor | None:
-    if out is None:
-        return None
-    if not isinstance(out, NBXTensor):
-        raise NbxTypeError(f"{op}: out must be a tensor, got {type(out).__name__}")
-    if out.shape != tuple(shape):
-        raise ShapeError(f"{op}: out has shape {out.shape} but the result has shape {tuple(shape)}: pass an out "
-                         "of the result's shape")
-    if out.dtype is not dtype:
-        raise NbxTypeError(f"{op}: out has dtype {out.dtype} but the result is {dtype}")
-    return out
+    number_arg(op, beta, "beta", allow_bool=True)
+    number_arg(op, alpha, "alpha", allow_bool=True)
 
 
 def _result_dtype(op: str, dtype: D.DType, out_dtype: Any) -> D.DType:
@@ -428,6 +397,21 @@ def _result_dtype(op: str, dtype: D.DType, out_dtype: Any) -> D.DType:
     return want
 
 
+def _add_product(op: str, self: Any, a: tuple[str, Any], b: tuple[str, Any], ndim: int, out_dtype: Any,
+                 beta: Any, alpha: Any) -> D.DType:
+    """The checks addmm and baddbmm share: ``self`` and two named ``ndim``-D factors of one dtype (self's
+    too unless ``out_dtype``), number scalars; returns the result dtype."""
+    tensor_arg(op, self, "self", dtypes=DTYPES)
+    for name, t in (a, b):
+        tensor_arg(op, t, name, dtypes=DTYPES, ndim=ndim)
+    dtype = same_dtype(op, a, b)
+    if out_dtype is None:
+        same_dtype(op, ("self", self), a)
+    dtype = _result_dtype(op, dtype, out_dtype)
+    _scalars(op, beta, alpha)
+    return dtype
+
+
 def _mul_shapes(op: str, a: tuple[int, ...], b: tuple[int, ...], ka: int, kb: int) -> None:
     if ka != kb:
         raise ShapeError(f"{op}: shapes {a} and {b} cannot be multiplied ({ka} != {kb} along the contracted dim)")
@@ -438,76 +422,62 @@ def _mul_shapes(op: str, a: tuple[int, ...], b: tuple[int, ...], ka: int, kb: in
 def mm(self: NBXTensor, mat2: NBXTensor, out_dtype: Any = None, *, out: NBXTensor | None = None) -> NBXTensor:
     """aten::mm (and .out, .dtype): ``self @ mat2`` for two matrices."""
     op = "aten::mm"
-    _tensor(op, self, "self", 2)
-    _tensor(op, mat2, "mat2", 2)
-    dtype = _result_dtype(op, _same_dtype(op, ("self", self), ("mat2", mat2)), out_dtype)
+    tensor_arg(op, self, "self", dtypes=DTYPES, ndim=2)
+    tensor_arg(op, mat2, "mat2", dtypes=DTYPES, ndim=2)
+    dtype = _result_dtype(op, same_dtype(op, ("self", self), ("mat2", mat2)), out_dtype)
     _mul_shapes(op, self.shape, mat2.shape, self.shape[1], mat2.shape[0])
     shape = (self.shape[0], mat2.shape[1])
-    return gemm(op, self, mat2, out=_out(op, out, shape, dtype), out_dtype=dtype)
+    return gemm(op, self, mat2, out=out_arg(op, out, shape, dtype), out_dtype=dtype)
 
 
 def bmm(self: NBXTensor, mat2: NBXTensor, out_dtype: Any = None, *, out: NBXTensor | None = None) -> NBXTensor:
     """aten::bmm (and .out, .dtype): batched ``self @ mat2`` for (B, M, K) and (B, K, N)."""
     op = "aten::bmm"
-    _tensor(op, self, "self", 3)
-    _tensor(op, mat2, "mat2", 3)
-    dtype = _result_dtype(op, _same_dtype(op, ("self", self), ("mat2", mat2)), out_dtype)
+    tensor_arg(op, self, "self", dtypes=DTYPES, ndim=3)
+    tensor_arg(op, mat2, "mat2", dtypes=DTYPES, ndim=3)
+    dtype = _result_dtype(op, same_dtype(op, ("self", self), ("mat2", mat2)), out_dtype)
     if self.shape[0] != mat2.shape[0]:
         raise ShapeError(f"{op}: self and mat2 must have the same number of batches, got {self.shape[0]} and "
                          f"{mat2.shape[0]} (bmm does not broadcast: use matmul)")
     _mul_shapes(op, self.shape, mat2.shape, self.shape[2], mat2.shape[1])
     shape = (self.shape[0], self.shape[1], mat2.shape[2])
-    return gemm(op, self, mat2, out=_out(op, out, shape, dtype), out_dtype=dtype)
+    return gemm(op, self, mat2, out=out_arg(op, out, shape, dtype), out_dtype=dtype)
 
 
 def addmm(self: NBXTensor, mat1: NBXTensor, mat2: NBXTensor, out_dtype: Any = None, *, beta: Any = 1,
           alpha: Any = 1, out: NBXTensor | None = None) -> NBXTensor:
     """aten::addmm: ``beta * self + alpha * (mat1 @ mat2)``; ``self`` broadcasts to (M, N)."""
     op = "aten::addmm"
-    _tensor(op, self, "self")
-    _tensor(op, mat1, "mat1", 2)
-    _tensor(op, mat2, "mat2", 2)
-    dtype = _same_dtype(op, ("mat1", mat1), ("mat2", mat2))
-    if out_dtype is None:
-        _same_dtype(op, ("self", self), ("mat1", mat1))
-    dtype = _result_dtype(op, dtype, out_dtype)
-    _scalars(op, beta, alpha)
+    dtype = _add_product(op, self, ("mat1", mat1), ("mat2", mat2), 2, out_dtype, beta, alpha)
     _mul_shapes(op, mat1.shape, mat2.shape, mat1.shape[1], mat2.shape[0])
     shape = (mat1.shape[0], mat2.shape[1])
-    _broadcastable(op, self, shape)
-    return gemm(op, mat1, mat2, self, alpha=alpha, beta=beta, out=_out(op, out, shape, dtype), out_dtype=dtype)
+    check_broadcasts_to(op, self, "self", shape)
+    return gemm(op, mat1, mat2, self, alpha=alpha, beta=beta, out=out_arg(op, out, shape, dtype), out_dtype=dtype)
 
 
 def baddbmm(self: NBXTensor, batch1: NBXTensor, batch2: NBXTensor, out_dtype: Any = None, *, beta: Any = 1,
             alpha: Any = 1, out: NBXTensor | None = None) -> NBXTensor:
     """aten::baddbmm: ``beta * self + alpha * bmm(batch1, batch2)``; ``self`` broadcasts to (B, M, N)."""
     op = "aten::baddbmm"
-    _tensor(op, self, "self")
-    _tensor(op, batch1, "batch1", 3)
-    _tensor(op, batch2, "batch2", 3)
-    dtype = _same_dtype(op, ("batch1", batch1), ("batch2", batch2))
-    if out_dtype is None:
-        _same_dtype(op, ("self", self), ("batch1", batch1))
-    dtype = _result_dtype(op, dtype, out_dtype)
-    _scalars(op, beta, alpha)
+    dtype = _add_product(op, self, ("batch1", batch1), ("batch2", batch2), 3, out_dtype, beta, alpha)
     if batch1.shape[0] != batch2.shape[0]:
         raise ShapeError(f"{op}: batch1 and batch2 must have the same number of batches, got {batch1.shape[0]} "
                          f"and {batch2.shape[0]}")
     _mul_shapes(op, batch1.shape, batch2.shape, batch1.shape[2], batch2.shape[1])
     shape = (batch1.shape[0], batch1.shape[1], batch2.shape[2])
-    _broadcastable(op, self, shape)
-    return gemm(op, batch1, batch2, self, alpha=alpha, beta=beta, out=_out(op, out, shape, dtype),
+    check_broadcasts_to(op, self, "self", shape)
+    return gemm(op, batch1, batch2, self, alpha=alpha, beta=beta, out=out_arg(op, out, shape, dtype),
                 out_dtype=dtype)
 
 
 def mv(self: NBXTensor, vec: NBXTensor, *, out: NBXTensor | None = None) -> NBXTensor:
     """aten::mv: matrix (M, K) times vector (K,) → (M,)."""
     op = "aten::mv"
-    _tensor(op, self, "self", 2)
-    _tensor(op, vec, "vec", 1)
-    dtype = _same_dtype(op, ("self", self), ("vec", vec))
+    tensor_arg(op, self, "self", dtypes=DTYPES, ndim=2)
+    tensor_arg(op, vec, "vec", dtypes=DTYPES, ndim=1)
+    dtype = same_dtype(op, ("self", self), ("vec", vec))
     _mul_shapes(op, self.shape, vec.shape, self.shape[1], vec.shape[0])
-    res = _out(op, out, (self.shape[0],), dtype)
+    res = out_arg(op, out, (self.shape[0],), dtype)
     return _mv(op, self, vec, None, 1, 0, res, dtype)
 
 
@@ -526,27 +496,27 @@ def addmv(self: NBXTensor, mat: NBXTensor, vec: NBXTensor, *, beta: Any = 1, alp
           out: NBXTensor | None = None) -> NBXTensor:
     """aten::addmv: ``beta * self + alpha * (mat @ vec)``; ``self`` broadcasts to (M,)."""
     op = "aten::addmv"
-    _tensor(op, self, "self")
-    _tensor(op, mat, "mat", 2)
-    _tensor(op, vec, "vec", 1)
-    dtype = _same_dtype(op, ("self", self), ("mat", mat), ("vec", vec))
+    tensor_arg(op, self, "self", dtypes=DTYPES)
+    tensor_arg(op, mat, "mat", dtypes=DTYPES, ndim=2)
+    tensor_arg(op, vec, "vec", dtypes=DTYPES, ndim=1)
+    dtype = same_dtype(op, ("self", self), ("mat", mat), ("vec", vec))
     _scalars(op, beta, alpha)
     _mul_shapes(op, mat.shape, vec.shape, mat.shape[1], vec.shape[0])
-    _broadcastable(op, self, (mat.shape[0],))
+    check_broadcasts_to(op, self, "self", (mat.shape[0],))
     c = _strided(self, (mat.shape[0],), broadcast_strides(self.shape, self.stride(), (mat.shape[0],)))
-    return _mv(op, mat, vec, c, alpha, beta, _out(op, out, (mat.shape[0],), dtype), dtype)
+    return _mv(op, mat, vec, c, alpha, beta, out_arg(op, out, (mat.shape[0],), dtype), dtype)
 
 
 def dot(self: NBXTensor, tensor: NBXTensor, *, out: NBXTensor | None = None) -> NBXTensor:
     """aten::dot: the inner product of two vectors of one dtype, as a 0-dim tensor."""
     op = "aten::dot"
-    _tensor(op, self, "self", 1)
-    _tensor(op, tensor, "tensor", 1)
-    dtype = _same_dtype(op, ("self", self), ("tensor", tensor))
+    tensor_arg(op, self, "self", dtypes=DTYPES, ndim=1)
+    tensor_arg(op, tensor, "tensor", dtypes=DTYPES, ndim=1)
+    dtype = same_dtype(op, ("self", self), ("tensor", tensor))
     if self.shape != tensor.shape:
         raise ShapeError(f"{op}: inconsistent tensor size: self has {self.shape[0]} elements and tensor has "
                          f"{tensor.shape[0]}")
-    res = _out(op, out, (), dtype)
+    res = out_arg(op, out, (), dtype)
     if res is None:
         res = empty_tensor((), dtype, self.device)
     k = self.shape[0]
@@ -562,9 +532,9 @@ def addr(self: NBXTensor, vec1: NBXTensor, vec2: NBXTensor, *, beta: Any = 1, al
     bool tensors compute ``(beta and self) or (alpha and outer)``.
     """
     op = "aten::addr"
-    _tensor(op, self, "self")
-    _tensor(op, vec1, "vec1", 1)
-    _tensor(op, vec2, "vec2", 1)
+    tensor_arg(op, self, "self", dtypes=DTYPES | BOOL)
+    tensor_arg(op, vec1, "vec1", dtypes=DTYPES | BOOL, ndim=1)
+    tensor_arg(op, vec2, "vec2", dtypes=DTYPES | BOOL, ndim=1)
     dtype = D.promote_types(self.dtype, vec1.dtype, vec2.dtype)
     _scalars(op, beta, alpha)
     if dtype.is_integral:
@@ -579,10 +549,10 @@ def addr(self: NBXTensor, vec1: NBXTensor, vec2: NBXTensor, *, beta: Any = 1, al
                 raise NbxTypeError(f"{op}: a bool {name} is only supported for bool results, got {dtype}; "
                                    f"pass {name}={int(v)}")
     shape = (vec1.shape[0], vec2.shape[0])
-    _broadcastable(op, self, shape)
+    check_broadcasts_to(op, self, "self", shape)
     return gemm(op, _strided(vec1, (shape[0], 1), (vec1.stride()[0], 1)),
                 _strided(vec2, (1, shape[1]), (1, vec2.stride()[0])), self, alpha=alpha, beta=beta,
-                out=_out(op, out, shape, dtype), out_dtype=dtype, zero_alpha_skips=False)
+                out=out_arg(op, out, shape, dtype), out_dtype=dtype, zero_alpha_skips=False)
 
 
 def _fold_batch(a: NBXTensor) -> NBXTensor | None:
@@ -601,7 +571,7 @@ def product(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *,
     """
     if a.ndim == 0 or b.ndim == 0:
         raise ShapeError(f"{op}: both arguments need at least 1 dim, got {a.ndim}-D and {b.ndim}-D")
-    dtype = _same_dtype(op, ("self", a), ("other", b))
+    dtype = same_dtype(op, ("self", a), ("other", b))
     a2 = _strided(a, (1, a.shape[0]), (0, a.stride()[0])) if a.ndim == 1 else a
     b2 = _strided(b, (b.shape[0], 1), (b.stride()[0], 0)) if b.ndim == 1 else b
     _mul_shapes(op, a.shape, b.shape, a2.shape[-1], b2.shape[-2])
@@ -610,8 +580,8 @@ def product(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *,
     full = (*batch, m, n)
     final = (*batch, *((m,) if a.ndim > 1 else ()), *((n,) if b.ndim > 1 else ()))
     if c is not None:
-        _broadcastable(op, c, final, "bias")
-    res = _out(op, out, final, dtype)
+        check_broadcasts_to(op, c, "bias", final)
+    res = out_arg(op, out, final, dtype)
     if res is None:
         res = empty_tensor(final, dtype, a.device)
 
@@ -640,8 +610,8 @@ def product(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *,
 def matmul(self: NBXTensor, other: NBXTensor, *, out: NBXTensor | None = None) -> NBXTensor:
     """aten::matmul: torch.matmul's rules (1-D operands, broadcast batch dims)."""
     op = "aten::matmul"
-    _tensor(op, self, "self")
-    _tensor(op, other, "other")
+    tensor_arg(op, self, "self", dtypes=DTYPES)
+    tensor_arg(op, other, "other", dtypes=DTYPES)
     return product(op, self, other, out=out)
 
 
@@ -649,12 +619,12 @@ def linear(input: NBXTensor, weight: NBXTensor, bias: NBXTensor | None = None, *
            out: NBXTensor | None = None) -> NBXTensor:
     """aten::linear: ``input @ weight.T + bias``; weight is (N, K) or (K,)."""
     op = "aten::linear"
-    _tensor(op, input, "input")
-    _tensor(op, weight, "weight", (1, 2))
+    tensor_arg(op, input, "input", dtypes=DTYPES)
+    tensor_arg(op, weight, "weight", dtypes=DTYPES, ndim=(1, 2))
     if bias is not None:
-        _tensor(op, bias, "bias")
-        _same_dtype(op, ("input", input), ("bias", bias))
-    _same_dtype(op, ("input", input), ("weight", weight))
+        tensor_arg(op, bias, "bias", dtypes=DTYPES)
+        same_dtype(op, ("input", input), ("bias", bias))
+    same_dtype(op, ("input", input), ("weight", weight))
     if weight.ndim == 1 and bias is not None and input.ndim == 2:
         raise ShapeError(f"{op}: a 1-D weight with a bias needs an input of other than 2 dims (torch takes the "
                          "addmm path there, which needs a matrix): pass weight as (1, K)")

@@ -29,9 +29,10 @@ from nbx_core.ops.copy import clone, contiguous
 from nbx_core.runtime.pointwise import pointwise
 from nbx_core.shape import numel
 from nbx_core.tensor import NBXTensor, empty_tensor
+from nbx_core.tensor.args import FLOATING, tensor_arg
 
-from .checks import check_input, check_vector, stat_dtype
 from .moments import apply_channels, moments
+from .params import check_vector, stat_dtype
 
 Stats = tuple[NBXTensor, NBXTensor, NBXTensor]
 
@@ -55,7 +56,7 @@ def _invstd(var, sc):
 def _batch_norm(op: str, input: NBXTensor, weight: NBXTensor | None, bias: NBXTensor | None,
                 running_mean: NBXTensor | None, running_var: NBXTensor | None, training: bool, momentum: float,
                 eps: float) -> Stats:
-    x = check_input(op, input, min_dim=2)
+    x = tensor_arg(op, input, "input", dtypes=FLOATING, min_ndim=2)
     if not isinstance(training, bool):
         raise NbxTypeError(f"{op}: training must be a bool, got {type(training).__name__}")
     params = {"weight": weight, "bias": bias, "running_mean": running_mean, "running_var": running_var}

@@ -7,27 +7,22 @@ reduces it (split across programs when there are few groups), then one elementwi
 
 from __future__ import annotations
 
-from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
+from nbx_core.errors import NbxValueError, ShapeError
 from nbx_core.ops.copy import contiguous
 from nbx_core.ops.views import view
 from nbx_core.shape import numel
 from nbx_core.tensor import NBXTensor, empty_tensor
+from nbx_core.tensor.args import FLOATING, int_arg, tensor_arg
 
-from .checks import check_input, check_vector, stat_dtype
 from .moments import apply_channels, moments
-
-
-def _as_int(op: str, value: object, arg: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise NbxTypeError(f"{op}: {arg} must be an int, got {type(value).__name__}")
-    return value
+from .params import check_vector, stat_dtype
 
 
 def _group_norm(op: str, input: NBXTensor, weight: NBXTensor | None, bias: NBXTensor | None, n: int, c: int,
                 hxw: int, group: int, eps: float) -> tuple[NBXTensor, NBXTensor, NBXTensor]:
-    x = check_input(op, input, min_dim=1)
+    x = tensor_arg(op, input, "input", dtypes=FLOATING, min_ndim=1)
     for v, arg in ((n, "N"), (c, "C"), (hxw, "HxW"), (group, "group")):
-        _as_int(op, v, arg)
+        int_arg(op, v, arg)
     if group <= 0 or c % group:
         raise NbxValueError(f"{op}: the number of channels C={c} must be divisible by num_groups={group}: "
                             "pick a num_groups that divides the channels")
@@ -62,7 +57,7 @@ def native_group_norm(input: NBXTensor, weight: NBXTensor | None, bias: NBXTenso
 def group_norm(input: NBXTensor, num_groups: int, weight: NBXTensor | None = None, bias: NBXTensor | None = None,
                eps: float = 1e-5, cudnn_enabled: bool = True) -> NBXTensor:
     """``aten::group_norm`` on an ``(N, C, *)`` input (``cudnn_enabled`` does not change the result)."""
-    x = check_input("group_norm", input, min_dim=2)
+    x = tensor_arg("group_norm", input, "input", dtypes=FLOATING, min_ndim=2)
     n, c = x.shape[0], x.shape[1]
     return _group_norm("group_norm", x, weight, bias, n, c, numel(x.shape[2:]), num_groups, eps)[0]
 

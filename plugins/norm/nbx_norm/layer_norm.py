@@ -25,8 +25,9 @@ from nbx_core.runtime.plans import PlanCache, geometry
 from nbx_core.runtime.pointwise import tl_dtype
 from nbx_core.shape import numel
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
+from nbx_core.tensor.args import FLOATING, optional_tensor, tensor_arg
 
-from .checks import check_input, check_param, check_shape, stat_dtype
+from .params import stat_dtype
 
 FUSED_MAX = 32768
 """Longest row kept whole in registers; longer rows take the chunked kernel (tests lower it)."""
@@ -131,7 +132,7 @@ class _RowPlan:
 
     def __init__(self, op: str, x: NBXTensor, shape: tuple[int, ...], weight: NBXTensor | None,
                  bias: NBXTensor | None, eps: float, rms: bool, stats: bool) -> None:
-        x = check_input(op, x)
+        x = tensor_arg(op, x, "input", dtypes=FLOATING)
         if not shape:
             raise ShapeError(f"{op}: normalized_shape must name at least one dim, got []")
         if x.ndim < len(shape) or tuple(x.shape[x.ndim - len(shape):]) != shape:
@@ -140,13 +141,15 @@ class _RowPlan:
         params = {"weight": weight, "bias": bias}
         if rms:
             # rms_norm takes a weight of any floating dtype and always returns the input's dtype.
-            check_param(op, weight, "weight")
+            optional_tensor(op, weight, "weight", dtypes=FLOATING)
             check_device(op, x, weight)
             self.sdt = x.dtype
         else:
             self.sdt = stat_dtype(op, x, params)
         for name, t in params.items():
-            check_shape(op, t, name, shape)
+            if t is not None and tuple(t.shape) != shape:
+                raise ShapeError(f"{op}: expected {name} of shape {list(shape)} (normalized_shape), got "
+                                 f"{list(t.shape)}")
         lead = x.shape[: x.ndim - len(shape)]
         m, n = numel(lead), numel(shape)
         self.shape, self.dtype, self.device = x.shape, x.dtype, x.device

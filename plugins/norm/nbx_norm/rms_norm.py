@@ -15,8 +15,8 @@ import numpy as np
 from nbx_core import dtypes as D
 from nbx_core.registry import get_registry
 from nbx_core.tensor import NBXTensor
+from nbx_core.tensor.args import FLOATING, tensor_arg
 
-from .checks import check_input
 from .layer_norm import row_norm
 
 
@@ -25,7 +25,7 @@ def rms_norm_cast(x: NBXTensor, weight: NBXTensor, eps: float, dtype: D.DType) -
     ``x32 = x.to(float32)``, transformers' RMSNorm (:mod:`nbx_norm.patterns`), in one pass over each
     row: float32 throughout, rounded once. Where the result would not be ``x``'s dtype (a weight
     or ``dtype`` of another type), the ops run one by one, as the graph spelt them."""
-    x = check_input("rms_norm_cast", x)
+    x = tensor_arg("rms_norm_cast", x, "input", dtypes=FLOATING)
     dtype = D.as_dtype(dtype)
     if dtype is x.dtype and weight.dtype is x.dtype and weight.shape == x.shape[-1:] and x.dtype.is_floating_point:
         return row_norm("rms_norm_cast", x, [x.shape[-1]], weight, None, float(eps), rms=True, stats=False)[0]
@@ -38,7 +38,7 @@ def rms_norm_cast(x: NBXTensor, weight: NBXTensor, eps: float, dtype: D.DType) -
 def rms_norm(input: NBXTensor, normalized_shape: Sequence[int], weight: NBXTensor | None = None,
              eps: float | None = None) -> NBXTensor:
     """``aten::rms_norm``; ``weight`` may be of another floating dtype (the output is the input's)."""
-    x = check_input("rms_norm", input)
+    x = tensor_arg("rms_norm", input, "input", dtypes=FLOATING)
     if eps is None:
         eps = float(np.finfo(D.compute_dtype(x.dtype).np).eps)
     return row_norm("rms_norm", x, normalized_shape, weight, None, eps, rms=True, stats=False)[0]

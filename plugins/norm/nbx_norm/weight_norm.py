@@ -20,15 +20,15 @@ import triton
 import triton.language as tl
 
 from nbx_core import dtypes as D
-from nbx_core.errors import NbxTypeError, ShapeError
+from nbx_core.errors import ShapeError
 from nbx_core.ops.copy import contiguous
 from nbx_core.ops.creation import zeros
 from nbx_core.ops.views import reshape
 from nbx_core.runtime.pointwise import pointwise
 from nbx_core.shape import numel, wrap_dim
 from nbx_core.tensor import NBXTensor, check_device
+from nbx_core.tensor.args import FLOATING, int_arg, same_dtype, tensor_arg
 
-from .checks import check_input
 from .moments import moments
 
 
@@ -45,13 +45,11 @@ def _scale(v, g, norm, sc):
 
 def _norm(op: str, v: NBXTensor, g: NBXTensor, dim: int) -> tuple[NBXTensor, tuple[int, ...]]:
     """The norm (in the statistics dtype) and its keep-dim shape."""
-    v = check_input(op, v, "v", min_dim=1)
-    check_input(op, g, "g")
+    v = tensor_arg(op, v, "v", dtypes=FLOATING, min_ndim=1)
+    tensor_arg(op, g, "g", dtypes=FLOATING)
     check_device(op, v, g)
-    if g.dtype is not v.dtype:
-        raise NbxTypeError(f"{op}: g has dtype {g.dtype} but v is {v.dtype}: cast g to {v.dtype}")
-    if isinstance(dim, bool) or not isinstance(dim, int):
-        raise NbxTypeError(f"{op}: dim must be an int, got {type(dim).__name__}")
+    same_dtype(op, ("v", v), ("g", g))
+    int_arg(op, dim, "dim")
     vc = contiguous(v)
     if dim == -1:
         units, outer, inner = 1, 1, v.numel()

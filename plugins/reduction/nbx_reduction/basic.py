@@ -19,9 +19,10 @@ from nbx_core.ops import copy as C
 from nbx_core.ops import views as V
 from nbx_core.runtime.pointwise import pointwise
 from nbx_core.tensor import NBXTensor, check_device
+from nbx_core.tensor.args import BOOL, check_dtype, check_ndim, dtype_arg, int_arg, tensor_arg
 
 from . import engine as E
-from .args import check_nonempty, dtype_arg, reduce_dims, tensor_arg
+from .rules import DTYPES, check_nonempty, reduce_dims
 
 
 def _int_result(dtype: D.DType) -> D.DType:
@@ -34,17 +35,17 @@ def sum(self: Any, dim: int | Sequence[int] | None = None, keepdim: bool = False
     """aten::sum over ``dim`` (None or [] = every dim); integer and bool inputs sum in int64."""
     if isinstance(self, list | tuple):
         return builtins.sum(self)
-    x = tensor_arg("sum", self)
+    x = tensor_arg("sum", self, dtypes=DTYPES)
     dims = reduce_dims("sum", dim, x.ndim)
-    out = dtype_arg("sum", dtype) or _int_result(x.dtype)
+    out = dtype_arg("sum", dtype, DTYPES) or _int_result(x.dtype)
     return E.reduce(x, dims, keepdim, E.SUM, out, src=out)
 
 
 def mean(self: NBXTensor, dim: int | Sequence[int] | None = None, keepdim: bool = False, *,
          dtype: Any = None) -> NBXTensor:
     """aten::mean: a floating input (or a floating ``dtype=``) summed in float32 or wider, divided."""
-    x = tensor_arg("mean", self)
-    out = dtype_arg("mean", dtype)
+    x = tensor_arg("mean", self, dtypes=DTYPES)
+    out = dtype_arg("mean", dtype, DTYPES)
     if out is None and not x.dtype.is_floating_point:
         raise NbxTypeError(f"mean: could not infer the output dtype of a {x.dtype} input: pass a floating dtype= "
                            "or cast the input")
@@ -57,16 +58,16 @@ def mean(self: NBXTensor, dim: int | Sequence[int] | None = None, keepdim: bool 
 
 def prod(self: NBXTensor, dim: int | None = None, keepdim: bool = False, *, dtype: Any = None) -> NBXTensor:
     """aten::prod over one dim or all; integer and bool inputs multiply in int64."""
-    x = tensor_arg("prod", self)
-    if dim is not None and not isinstance(dim, int):
-        raise NbxTypeError(f"prod: dim must be an int, got {type(dim).__name__}")
+    x = tensor_arg("prod", self, dtypes=DTYPES)
+    if dim is not None:
+        int_arg("prod", dim, "dim")
     dims = reduce_dims("prod", dim, x.ndim)
-    out = dtype_arg("prod", dtype) or _int_result(x.dtype)
+    out = dtype_arg("prod", dtype, DTYPES) or _int_result(x.dtype)
     return E.reduce(x, dims, keepdim, E.PROD, out, src=out)
 
 
 def _extreme(op: str, code: int, self: NBXTensor, dim: Any, keepdim: bool) -> NBXTensor:
-    x = tensor_arg(op, self)
+    x = tensor_arg(op, self, dtypes=DTYPES)
     dims = reduce_dims(op, dim, x.ndim)
     check_nonempty(op, x, dims)
     return E.reduce(x, dims, keepdim, code, x.dtype)
@@ -85,7 +86,7 @@ def amin(self: NBXTensor, dim: int | Sequence[int] = (), keepdim: bool = False) 
 def _logical(op: str, code: int, self: Any, dim: Any, keepdim: bool) -> NBXTensor | bool:
     if isinstance(self, list | tuple):
         return (builtins.all if op == "all" else builtins.any)(self)
-    x = tensor_arg(op, self)
+    x = tensor_arg(op, self, dtypes=DTYPES)
     # all.dims/any.dims with dim=[] reduce nothing: each element becomes its truth value.
     dims = reduce_dims(op, dim, x.ndim, empty_is_all=False)
     out = D.uint8 if x.dtype is D.uint8 else D.bool_
@@ -114,16 +115,15 @@ def _minimum(a, b, sc):
 
 
 def _max_min(op: str, self: NBXTensor, dim: Any, keepdim: bool, outs: tuple[Any, Any]) -> Any:
-    x = tensor_arg(op, self)
+    x = tensor_arg(op, self, dtypes=DTYPES)
     if isinstance(dim, NBXTensor):
-        other = tensor_arg(op, dim, "other")
+        other = tensor_arg(op, dim, "other", dtypes=DTYPES)
         check_device(op, x, other)
         return pointwise(f"aten::{op}", _maximum if op == "max" else _minimum, x, other)
     if dim is None:
         check_nonempty(op, x, tuple(range(x.ndim)), named=False)
         return E.reduce(x, tuple(range(x.ndim)), False, E.MAX if op == "max" else E.MIN, x.dtype)
-    if isinstance(dim, bool) or not isinstance(dim, int):
-        raise NbxTypeError(f"{op}: dim must be an int, got {type(dim).__name__}")
+    int_arg(op, dim, "dim")
     dims = reduce_dims(op, dim, x.ndim)
     check_nonempty(op, x, dims)
     values, indices = E.reduce(x, dims, keepdim, E.ARGMAX if op == "max" else E.ARGMIN, x.dtype, store=3)
@@ -151,11 +151,9 @@ def min(self: NBXTensor, dim: int | NBXTensor | None = None, keepdim: bool = Fal
 
 
 def _arg(op: str, code: int, self: NBXTensor, dim: int | None, keepdim: bool) -> NBXTensor:
-    x = tensor_arg(op, self)
-    if x.dtype is D.bool_:
-        raise NbxTypeError(f"{op}: does not support bool input: cast it to an integer type first")
-    if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int)):
-        raise NbxTypeError(f"{op}: dim must be an int or None, got {type(dim).__name__}")
+    x = tensor_arg(op, self, dtypes=DTYPES - BOOL)
+    if dim is not None:
+        int_arg(op, dim, "dim")
     dims = reduce_dims(op, dim, x.ndim)
     check_nonempty(op, x, dims, named=dim is not None)
     # dim=None indexes the flattened input; keepdim then keeps every dim as 1.
@@ -174,7 +172,7 @@ def argmin(self: NBXTensor, dim: int | None = None, keepdim: bool = False) -> NB
 
 def logsumexp(self: NBXTensor, dim: int | Sequence[int], keepdim: bool = False) -> NBXTensor:
     """aten::logsumexp: log(sum(exp(x))) shifted by the max; integer inputs give float32."""
-    x = tensor_arg("logsumexp", self)
+    x = tensor_arg("logsumexp", self, dtypes=DTYPES)
     if isinstance(dim, Sequence) and not dim:
         raise NbxValueError("logsumexp: dim must name at least one dim")
     dims = reduce_dims("logsumexp", dim, x.ndim)
@@ -184,10 +182,7 @@ def logsumexp(self: NBXTensor, dim: int | Sequence[int], keepdim: bool = False) 
 
 def trace(self: NBXTensor) -> NBXTensor:
     """aten::trace: the sum of a matrix's main diagonal (integers sum in int64)."""
-    x = tensor_arg("trace", self)
-    if x.ndim != 2:
-        raise ShapeError(f"trace: expected a matrix, but got a tensor with {x.ndim} dims")
-    if x.dtype is D.bool_:
-        raise NbxTypeError("trace: bool input is not supported: cast it to an integer type first")
+    x = check_ndim("trace", tensor_arg("trace", self, dtypes=DTYPES), "self", 2, "a matrix (2-D)")
+    check_dtype("trace", x, "self", DTYPES - BOOL)
     out = _int_result(x.dtype)
     return E.reduce(V.diagonal(x), (0,), False, E.SUM, out, src=out)

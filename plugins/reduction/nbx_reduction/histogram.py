@@ -8,14 +8,15 @@ import triton
 import triton.language as tl
 
 from nbx_core import dtypes as D
-from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
+from nbx_core.errors import NbxValueError, ShapeError
 from nbx_core.runtime.kernels.copy import cast_to
 from nbx_core.runtime.kernels.indexing import block_indices, needs_int64
 from nbx_core.runtime.launch import BACKEND, block_size, cdiv, launch
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
+from nbx_core.tensor.args import INTEGRAL, tensor_arg
 
 from . import engine as E
-from .args import tensor_arg
+from .rules import DTYPES
 
 
 @triton.jit
@@ -32,13 +33,11 @@ def _bincount_kernel(x_ptr, w_ptr, out_ptr, n, sx, sw, WEIGHTED: tl.constexpr, B
 
 def bincount(self: NBXTensor, weights: NBXTensor | None = None, minlength: int = 0) -> NBXTensor:
     """aten::bincount of a 1-D non-negative integer tensor; float32 weights give float32, others float64."""
-    x = tensor_arg("bincount", self)
-    if x.ndim != 1 or not x.dtype.is_integral or x.dtype is D.bool_:
-        raise NbxTypeError(f"bincount: self must be a 1-D integer tensor, got a {x.ndim}-D {x.dtype} tensor")
+    x = tensor_arg("bincount", self, dtypes=INTEGRAL, ndim=1)
     if isinstance(minlength, bool) or not isinstance(minlength, int) or minlength < 0:
         raise NbxValueError(f"bincount: minlength must be an int >= 0, got {minlength!r}")
     if weights is not None:
-        w = tensor_arg("bincount", weights, "weights")
+        w = tensor_arg("bincount", weights, "weights", dtypes=DTYPES)
         check_device("bincount", x, w)
         if w.shape != x.shape:
             raise ShapeError(f"bincount: weights of shape {w.shape} must have the shape of self {x.shape}")

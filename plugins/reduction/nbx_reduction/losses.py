@@ -22,9 +22,10 @@ from nbx_core.runtime.kernels.indexing import needs_int64
 from nbx_core.runtime.launch import BACKEND, cdiv, launch, next_pow2
 from nbx_core.runtime.pointwise import pointwise, tl_dtype
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
+from nbx_core.tensor.args import FLOATING, check_dtype, tensor_arg
 
 from . import engine as E
-from .args import float_arg, tensor_arg
+from .rules import DTYPES
 
 NLL, CLASS_INDEX, CLASS_PROBS = 0, 1, 2
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
@@ -115,9 +116,8 @@ def _reduction(op: str, reduction: Any) -> int:
 
 
 def _index_target(op: str, target: Any, shape: tuple[int, ...]) -> NBXTensor:
-    t = tensor_arg(op, target, "target")
-    if t.dtype not in (D.int64, D.uint8):
-        raise NbxTypeError(f"{op}: expected target dtype int64 or uint8 (class indices), got {t.dtype}")
+    t = check_dtype(op, tensor_arg(op, target, "target"), "target", {D.int64, D.uint8},
+                    fix="class indices are int64 (or uint8): cast it with .to(int64) first")
     if t.shape != shape:
         raise ShapeError(f"{op}: target of shape {t.shape} does not match the input: expected {shape}")
     return t
@@ -126,7 +126,7 @@ def _index_target(op: str, target: Any, shape: tuple[int, ...]) -> NBXTensor:
 def _weight(op: str, weight: Any, classes: int) -> NBXTensor | None:
     if weight is None:
         return None
-    w = float_arg(op, weight, "weight")
+    w = tensor_arg(op, weight, "weight", dtypes=FLOATING)
     if w.shape != (classes,):
         raise ShapeError(f"{op}: weight of shape {w.shape} must be 1-D with one entry per class ({classes})")
     return w
@@ -181,8 +181,8 @@ def cross_entropy_loss(self: NBXTensor, target: NBXTensor, weight: NBXTensor | N
                        ignore_index: int = -100, label_smoothing: float = 0.0) -> NBXTensor:
     """aten::cross_entropy_loss with class-index or class-probability targets, (C,), (N, C) or (N, C, d...)."""
     op = "cross_entropy_loss"
-    x = float_arg(op, self)
-    t = tensor_arg(op, target, "target")
+    x = tensor_arg(op, self, dtypes=FLOATING)
+    t = tensor_arg(op, target, "target", dtypes=DTYPES)
     check_device(op, x, t, *([weight] if isinstance(weight, NBXTensor) else []))
     if x.ndim == 0:
         raise ShapeError(f"{op}: input must have at least 1 dim (the classes), got a 0-dim tensor")
@@ -207,7 +207,7 @@ def nll_loss(self: NBXTensor, target: NBXTensor, weight: NBXTensor | None = None
              ignore_index: int = -100) -> NBXTensor:
     """aten::nll_loss of (C,) or (N, C) log-probabilities; mean divides by the targets' total weight."""
     op = "nll_loss"
-    x = float_arg(op, self)
+    x = tensor_arg(op, self, dtypes=FLOATING)
     check_device(op, x, *[v for v in (target, weight) if isinstance(v, NBXTensor)])
     if x.ndim not in (1, 2):
         raise ShapeError(f"{op}: input should be 1-D or 2-D, got {x.ndim} dims: use cross_entropy_loss or "
@@ -222,8 +222,8 @@ def nll_loss(self: NBXTensor, target: NBXTensor, weight: NBXTensor | None = None
 def mse_loss(self: NBXTensor, target: NBXTensor, reduction: int = 1) -> NBXTensor:
     """aten::mse_loss: (self - target)^2, broadcast, reduced by mean or sum (none keeps it)."""
     op = "mse_loss"
-    x = float_arg(op, self)
-    t = float_arg(op, target, "target")
+    x = tensor_arg(op, self, dtypes=FLOATING)
+    t = tensor_arg(op, target, "target", dtypes=FLOATING)
     check_device(op, x, t)
     red = _reduction(op, reduction)
     result = D.promote_types(x.dtype, t.dtype)

@@ -5,27 +5,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from nbx_core.errors import NbxTypeError, NbxValueError
+from nbx_core.errors import NbxValueError
 from nbx_core.tensor import NBXTensor
+from nbx_core.tensor.args import FLOATING, number_arg, tensor_arg
 
 from . import engine as E
-from .args import float_arg, reduce_dims
+from .rules import reduce_dims
 
 
 def _correction(op: str, unbiased: bool | None, correction: Any) -> float:
     if unbiased is not None and correction is not None:
         raise NbxValueError(f"{op}: pass either unbiased or correction, not both")
     if correction is not None:
-        if isinstance(correction, bool) or not isinstance(correction, int | float):
-            raise NbxTypeError(f"{op}: correction must be a number, got {type(correction).__name__}")
-        return float(correction)
+        return float(number_arg(op, correction, "correction"))
     return 0.0 if unbiased is False else 1.0
 
 
 def _moment(op: str, post: int, self: NBXTensor, dim: Any, unbiased: Any, keepdim: bool, correction: Any) -> NBXTensor:
-    if isinstance(self, NBXTensor) and not self.dtype.is_floating_point and not self.dtype.is_complex:
-        raise NbxTypeError(f"{op}: std and var only support floating point dtypes, got {self.dtype}: cast the input")
-    x = float_arg(op, self)
+    x = tensor_arg(op, self, dtypes=FLOATING)
     if isinstance(dim, bool):
         dim, unbiased = None, dim
     corr = _correction(op, unbiased, correction)

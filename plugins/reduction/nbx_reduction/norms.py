@@ -13,17 +13,17 @@ from typing import Any
 from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError, NbxValueError
 from nbx_core.tensor import NBXTensor
+from nbx_core.tensor.args import FLOATING, dtype_arg, number_arg, tensor_arg
 
 from . import engine as E
-from .args import dtype_arg, float_arg, reduce_dims, reduced_size
+from .rules import DTYPES, reduce_dims, reduced_size
 
 
 def vector_norm(op: str, self: NBXTensor, ord: Any, dim: Any, keepdim: bool, dtype: Any) -> NBXTensor:
     """The shared body of norm and linalg_vector_norm."""
-    x = float_arg(op, self)
-    if isinstance(ord, bool) or not isinstance(ord, int | float):
-        raise NbxTypeError(f"{op}: ord must be a number, got {type(ord).__name__}")
-    out = dtype_arg(op, dtype)
+    x = tensor_arg(op, self, dtypes=FLOATING)
+    number_arg(op, ord, "ord")
+    out = dtype_arg(op, dtype, DTYPES)
     if out is not None and (not out.is_floating_point or D.promote_types(x.dtype, out) is not out):
         raise NbxTypeError(f"{op}: the input dtype {x.dtype} must convert without narrowing to dtype={out}")
     out = out or x.dtype
@@ -47,8 +47,6 @@ def vector_norm(op: str, self: NBXTensor, ord: Any, dim: Any, keepdim: bool, dty
 def norm(self: NBXTensor, p: int | float | None = 2, dim: int | Sequence[int] | None = None, keepdim: bool = False,
          *, dtype: Any = None) -> NBXTensor:
     """aten::norm (Scalar, ScalarOpt_dim, ScalarOpt_dim_dtype, ScalarOpt_dtype): p=None is 2."""
-    if isinstance(self, NBXTensor) and not self.dtype.is_floating_point:
-        raise NbxTypeError(f"norm: input dtype should be floating point, got {self.dtype}: cast it first")
     return vector_norm("norm", self, 2 if p is None else p, dim, keepdim, dtype)
 
 

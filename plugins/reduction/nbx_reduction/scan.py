@@ -12,16 +12,16 @@ import triton
 import triton.language as tl
 
 from nbx_core import dtypes as D
-from nbx_core.errors import NbxTypeError
 from nbx_core.runtime.kernels.copy import cast_to
 from nbx_core.runtime.kernels.indexing import needs_int64
 from nbx_core.runtime.launch import BACKEND, cdiv, launch, next_pow2
 from nbx_core.runtime.pointwise import tl_dtype
 from nbx_core.shape import wrap_dim
 from nbx_core.tensor import NBXTensor, empty_tensor
+from nbx_core.tensor.args import dtype_arg, int_arg, tensor_arg
 
-from .args import dtype_arg, tensor_arg
 from .engine import plan
+from .rules import DTYPES
 
 
 @triton.jit
@@ -50,11 +50,10 @@ def _cumsum_kernel(x_ptr, out_ptr, K, I, so, sk, si, SRC: tl.constexpr, ACC: tl.
 
 def cumsum(self: NBXTensor, dim: int, *, dtype: Any = None) -> NBXTensor:
     """aten::cumsum along ``dim``; integer and bool inputs give int64 unless ``dtype=`` says otherwise."""
-    x = tensor_arg("cumsum", self)
-    if isinstance(dim, bool) or not isinstance(dim, int):
-        raise NbxTypeError(f"cumsum: dim must be an int, got {type(dim).__name__}")
+    x = tensor_arg("cumsum", self, dtypes=DTYPES)
+    int_arg("cumsum", dim, "dim")
     d = wrap_dim("cumsum", dim, x.ndim)
-    out_dtype = dtype_arg("cumsum", dtype) or (D.int64 if x.dtype.is_integral else x.dtype)
+    out_dtype = dtype_arg("cumsum", dtype, DTYPES) or (D.int64 if x.dtype.is_integral else x.dtype)
     out = empty_tensor(x.shape, out_dtype, x.device)
     if out.numel() == 0:
         return out

@@ -24,9 +24,10 @@ from nbx_core.ops import views
 from nbx_core.ops.copy import contiguous, copy_
 from nbx_core.runtime.launch import BACKEND, cdiv, launch
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
+from nbx_core.tensor.args import COMPLEX, check_dtype, tensor_arg
 
 from . import fft
-from .transforms import check_dtype, scale_for
+from .transforms import fft_operand, scale_for
 
 _PAD_MODES = {"constant": 0, "reflect": 1, "replicate": 2, "circular": 3}
 
@@ -77,7 +78,7 @@ def _block(n: int) -> int:
 def _checked_window(op: str, window: NBXTensor, win_length: int) -> NBXTensor:
     if window.dtype.is_complex:
         raise NbxTypeError(f"{op}: complex windows are not supported by NBX: pass a real float32 window")
-    window = check_dtype(op, window)
+    window = fft_operand(op, window, arg="window")
     if window.ndim != 1 or window.shape[0] != win_length:
         raise ShapeError(f"{op}: expected a 1D window tensor of size equal to win_length={win_length}, "
                          f"but got window with size {list(window.shape)}")
@@ -149,7 +150,7 @@ def _pad(x: NBXTensor, left: int, right: int, mode: str) -> NBXTensor:
 def _stft(self: NBXTensor, n_fft: int, hop_length: int | None, win_length: int | None,
           window: NBXTensor | None, center: bool, pad_mode: str, normalized: bool, onesided: bool | None,
           return_complex: bool | None, align_to_window: bool | None) -> NBXTensor:
-    x = check_dtype("stft", self)
+    x = fft_operand("stft", self)
     check_device("stft", x, window)
     if x.ndim not in (1, 2):
         raise ShapeError(f"stft: expected a 1D or 2D tensor, got shape {list(x.shape)}")
@@ -221,9 +222,7 @@ def istft(self: NBXTensor, n_fft: int, hop_length: int | None = None, win_length
           window: NBXTensor | None = None, center: bool = True, normalized: bool = False,
           onesided: bool | None = None, length: int | None = None, return_complex: bool = False) -> NBXTensor:
     """``aten::istft``: least-squares inverse of ``stft`` (windowed overlap-add over the envelope)."""
-    if not isinstance(self, NBXTensor) or not self.dtype.is_complex:
-        got = self.dtype if isinstance(self, NBXTensor) else type(self).__name__
-        raise NbxTypeError(f"istft: requires a complex-valued input tensor, got {got}: pass stft's complex output")
+    check_dtype("istft", tensor_arg("istft", self), "self", COMPLEX, fix="pass stft's complex output")
     check_device("istft", self, window)
     if self.ndim not in (2, 3):
         raise ShapeError(f"istft: expected a tensor with 2 or 3 dimensions of complex, got shape {list(self.shape)}")

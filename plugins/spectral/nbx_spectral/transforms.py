@@ -21,6 +21,7 @@ from nbx_core.ops import views
 from nbx_core.ops.copy import _to_copy, clone, contiguous, copy_
 from nbx_core.shape import wrap_dim, wrap_dims
 from nbx_core.tensor import NBXTensor, empty_tensor
+from nbx_core.tensor.args import BOOL, COMPLEX, INTEGRAL, check_dtype, tensor_arg
 
 from .fft import fft_rows, irfft_rows
 
@@ -28,23 +29,20 @@ _FORWARD_NORM = {None: 0, "backward": 0, "ortho": 1, "forward": 2}
 _INVERSE_NORM = {None: 2, "backward": 2, "ortho": 1, "forward": 0}
 
 
-def check_dtype(op: str, x: NBXTensor, *, complex_only: bool = False, promote: bool = False) -> NBXTensor:
-    """``x`` as float32 or complex64, or a clear error for what NBX cannot transform."""
-    if not isinstance(x, NBXTensor):
-        raise NbxTypeError(f"{op}: self must be a tensor, got {type(x).__name__}")
-    dt = x.dtype
+def fft_operand(op: str, x: NBXTensor, *, complex_only: bool = False, promote: bool = False,
+                arg: str = "self") -> NBXTensor:
+    """``x`` as float32 or complex64 (integers promoted to float32 with ``promote``), or a clear error
+    for what NBX cannot transform."""
+    dt = tensor_arg(op, x, arg).dtype
     if dt == D.float64:
         raise NbxTypeError(f"{op}: float64 input would give complex128, but NBX supports complex64 only: "
                            "cast the input to float32")
     if dt in (D.float16, D.bfloat16):
         raise NbxTypeError(f"{op}: {dt} FFTs are not supported (torch's CPU FFT refuses them too): "
                            "cast the input to float32")
-    if dt == D.complex64 or (dt == D.float32 and not complex_only):
-        return x
-    if promote and not dt.is_floating_point and not dt.is_complex:
+    if promote and dt in BOOL | INTEGRAL:
         return _to_copy(x, dtype=D.float32)
-    want = "complex64" if complex_only else "float32 or complex64"
-    raise NbxTypeError(f"{op}: expects a {want} tensor, got {dt}: cast it first")
+    return check_dtype(op, x, arg, COMPLEX if complex_only else COMPLEX | {D.float32})
 
 
 def scale_for(normalization: int, n: int) -> float:
@@ -101,7 +99,7 @@ def _c2c_dims(x: NBXTensor, dims: Sequence[int], normalization: int, sign: int) 
 
 def _fft_c2c(self: NBXTensor, dim: Sequence[int], normalization: int, forward: bool) -> NBXTensor:
     """``aten::_fft_c2c``: complex-to-complex FFT over ``dim`` (forward: exp(-2*pi*i*jk/n))."""
-    x = check_dtype("_fft_c2c", self, complex_only=True)
+    x = fft_operand("_fft_c2c", self, complex_only=True)
     dims = _check_dims("_fft_c2c", x, dim, normalization)
     if not dims:
         return clone(x)
@@ -122,7 +120,7 @@ def _fft_r2c(self: NBXTensor, dim: Sequence[int], normalization: int, onesided: 
     """``aten::_fft_r2c``: real-to-complex forward FFT; the last of ``dim`` is halved when ``onesided``."""
     if isinstance(self, NBXTensor) and self.dtype.is_complex:
         raise NbxTypeError("_fft_r2c: expects a real (float32) input, got complex64: use _fft_c2c")
-    x = check_dtype("_fft_r2c", self)
+    x = fft_operand("_fft_r2c", self)
     dims = _check_dims("_fft_r2c", x, dim, normalization)
     if not dims:
         raise NbxValueError("_fft_r2c: dim must name at least one dimension")
@@ -139,7 +137,7 @@ def _c2r_dim(x: NBXTensor, d: int, normalization: int, n: int) -> NBXTensor:
 
 def _fft_c2r(self: NBXTensor, dim: Sequence[int], normalization: int, last_dim_size: int) -> NBXTensor:
     """``aten::_fft_c2r``: inverse FFT of a Hermitian half spectrum to ``last_dim_size`` real samples."""
-    x = check_dtype("_fft_c2r", self, complex_only=True)
+    x = fft_operand("_fft_c2r", self, complex_only=True)
     dims = _check_dims("_fft_c2r", x, dim, normalization)
     if not dims:
         raise NbxValueError("_fft_c2r: dim must name at least one dimension")
@@ -176,7 +174,7 @@ def to_complex(x: NBXTensor) -> NBXTensor:
 
 def _args(op: str, self: NBXTensor, n: int | None, dim: int, norm: str | None,
           table: dict) -> tuple[NBXTensor, int, int | None, int]:
-    x = check_dtype(op, self, promote=True)
+    x = fft_operand(op, self, promote=True)
     if x.ndim == 0:
         raise ShapeError(f"{op}: expects a tensor with at least one dimension, got a 0-dim tensor")
     d = wrap_dim(op, dim, x.ndim)

@@ -1,42 +1,25 @@
-"""What every index kernel module shares: argument checks and the out-of-range flag.
+"""Index values checked on the device: the index-range part of the argument-check vocabulary.
 
-An index is checked on the device, not on the host: a kernel that reads an index clamps a bad one
-to 0 (so no access leaves the tensor) and raises its launch's flag (a slot of
-:mod:`nbx_core.runtime.checks`, ``[bad, value]``). :func:`raise_if_flagged` registers the
-:class:`IndexOutOfRangeError` naming the op, the argument and the offending value; on the GPU it
-surfaces when the host next waits for the device (reading a result, synchronizing), so that an
-index op never stalls the host. In-place ops run :func:`check_range`, which waits, before they
-write anything.
+The host cannot see an index tensor's values without waiting for the device, so a kernel that
+reads an index checks it: :func:`checked` clamps a bad one to 0 (no access leaves the tensor) and
+raises its launch's flag (a slot of :mod:`nbx_core.runtime.checks`, ``[bad, value]``).
+:func:`raise_if_flagged` registers the :class:`IndexOutOfRangeError` naming the op, the argument
+and the offending value; on the GPU it surfaces when the host next waits for the device (reading a
+result, synchronizing), so that an index op never stalls the host. In-place ops run
+:func:`check_range`, which waits, before they write anything.
 """
 
-from collections.abc import Sequence
 from typing import Any
 
 import triton
 import triton.language as tl
 
-from nbx_core import dtypes as D
-from nbx_core.errors import IndexOutOfRangeError, NbxTypeError
-from nbx_core.runtime import checks
-from nbx_core.runtime.kernels.copy import copy_into
-from nbx_core.runtime.kernels.indexing import block_indices, needs_int64, strided_offsets
-from nbx_core.runtime.launch import block_size, cdiv, launch
-from nbx_core.shape import coalesce
-from nbx_core.tensor import NBXTensor, empty_tensor
-
-INT_INDEX = (D.int32, D.int64)
-BIG = 2**62
-
-def check_index_dtype(op: str, arg: str, t: Any, allowed: Sequence[D.DType] = INT_INDEX, *,
-                      empty_any: bool = False) -> NBXTensor:
-    """``t`` must be an NBXTensor of one of the ``allowed`` integer dtypes (any dtype when empty and
-    ``empty_any``: torch's gather and scatter check only an index that has elements)."""
-    if not isinstance(t, NBXTensor):
-        raise NbxTypeError(f"{op}: {arg} must be a tensor, got {type(t).__name__}")
-    if t.dtype not in allowed and not (empty_any and t.numel() == 0):
-        names = " or ".join(str(d) for d in allowed)
-        raise NbxTypeError(f"{op}: {arg} must be {names}, got {t.dtype}: cast it with .to('int64')")
-    return t
+from ...errors import IndexOutOfRangeError
+from ...shape import coalesce
+from ...tensor import NBXTensor
+from .. import checks
+from ..launch import block_size, cdiv, launch
+from .indexing import block_indices, needs_int64, strided_offsets
 
 
 def flag_for(device: Any) -> NBXTensor:
@@ -97,22 +80,7 @@ def check_range(op: str, arg: str, index: NBXTensor, size: int) -> None:
         return
     flag = flag_for(index.device)
     shape, (st,) = coalesce(index.shape, index.stride())
-    if not shape:
-        shape, st = (1,), (0,)
     block = block_size(n)
     launch(_range_kernel, (cdiv(n, block),), index, flag, n, size, shape, st, NEG=False, NDIM=len(shape),
            BLOCK=block, INT64=needs_int64(n, index))
     raise_now_if_flagged(op, arg, flag, size)
-
-
-def contiguous_copy(x: NBXTensor, dtype: D.DType | None = None) -> NBXTensor:
-    """A new contiguous tensor with ``x``'s values (cast to ``dtype``)."""
-    out = empty_tensor(x.shape, dtype or x.dtype, x.device)
-    copy_into(out, x)
-    return out
-
-
-def dims_or_one(shape: Sequence[int], strides: Sequence[int]) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """Coalesced dims for a kernel's ``strided_offsets`` (a 0-dim shape becomes ``(1,)``)."""
-    s, (st,) = coalesce(tuple(shape), tuple(strides))
-    return (s, st) if s else ((1,), (0,))

@@ -1,44 +1,23 @@
-"""Argument checks the reduction ops share: tensors, dims, dtypes, devices."""
+"""The reduction family's own argument rules (the rest is nbx_core.tensor.args).
+
+- :data:`DTYPES`: what the reduction kernels compute in (no float8, no complex).
+- :func:`reduce_dims`: torch's reading of a reduction's ``dim``: None means every dim, and so does
+  ``[]`` except where an overload says it reduces nothing (``all.dims``); a 0-dim input reduces no dim.
+- :func:`check_nonempty`: ops without an identity (max, argmax …) refuse to reduce over nothing.
+"""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
-from nbx_core import dtypes as D
 from nbx_core.errors import IndexOutOfRangeError, NbxTypeError, NbxValueError
 from nbx_core.shape import wrap_dims
 from nbx_core.tensor import NBXTensor
+from nbx_core.tensor.args import FLOAT8, REAL
 
-_REAL = "bool, integer, float16, bfloat16, float32 and float64"
-
-
-def tensor_arg(op: str, t: Any, arg: str = "self") -> NBXTensor:
-    """``t`` as an NBXTensor of a real dtype this plugin computes in."""
-    if not isinstance(t, NBXTensor):
-        raise NbxTypeError(f"{op}: {arg} must be an NBXTensor, got {type(t).__name__}")
-    if t.dtype.is_complex or t.dtype.is_float8:
-        raise NbxTypeError(f"{op}: {arg} has dtype {t.dtype}; NBX reductions support {_REAL}: cast it first")
-    return t
-
-
-def float_arg(op: str, t: Any, arg: str = "self") -> NBXTensor:
-    """``t`` as an NBXTensor of a floating dtype."""
-    t = tensor_arg(op, t, arg)
-    if not t.dtype.is_floating_point:
-        raise NbxTypeError(f"{op}: {arg} must be a floating point tensor, got {t.dtype}: cast it with .to(float32)")
-    return t
-
-
-def dtype_arg(op: str, dtype: Any) -> D.DType | None:
-    """A ``dtype=`` argument as a real NBX dtype, or None."""
-    if dtype is None:
-        return None
-    dt = D.as_dtype(dtype)
-    if dt.is_complex or dt.is_float8:
-        raise NbxTypeError(f"{op}: dtype={dt} is not supported; NBX reductions support {_REAL}")
-    return dt
+DTYPES = REAL - FLOAT8
+"""bool, the integers and float16 to float64."""
 
 
 def reduce_dims(op: str, dim: int | Sequence[int] | None, ndim: int, *, empty_is_all: bool = True) -> tuple[int, ...]:
