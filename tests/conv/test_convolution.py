@@ -7,7 +7,7 @@ import torch
 
 from nbx_core.errors import DeviceError, NbxError
 from nbx_core.registry import get_registry
-from nbx_core.testing import check_op, check_raises, from_torch, layouts, make, numeric, run_op
+from nbx_core.testing import assert_close, check_op, check_raises, from_torch, layouts, make, numeric, run_op
 
 HALF_TOL = {"float16": (2e-3, 2e-3), "bfloat16": (2e-2, 2e-2)}
 
@@ -351,3 +351,191 @@ def test_float64_stem_compiles_within_shared_memory():
     # shared memory against the SM's (it needed 256 KB at the half types' tiles).
     check_op("aten::conv2d", make((1, 3, 40, 40), "float64"), make((64, 3, 7, 7), "float64", seed=1), None,
              [2, 2], [3, 3])
+
+
+# 3-D convolution: the same implicit GEMM with a depth axis. Sizes stay small (the interpreter).
+CL3 = torch.channels_last_3d
+CONV3D, CONVT3D = torch.ops.aten.conv3d.default, torch.ops.aten.conv_transpose3d.input
+
+
+def _weight_layouts_3d(w):
+    """A 3-D weight as torch holds parameters, channels-last, and contiguous along output channels."""
+    return [w, w.to(memory_format=CL3), w.permute(1, 2, 3, 4, 0).contiguous().permute(4, 0, 1, 2, 3)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16", "float64"])
+def test_conv3d_dtypes(dtype):
+    x, w, b = make((1, 3, 4, 5, 4), dtype), make((4, 3, 3, 2, 3), dtype, seed=1), make((4,), dtype, seed=2)
+    check_op("aten::conv3d", x, w, b, [1, 2, 1], [1, 0, 1], [2, 1, 1], 1, torch_fn=_ref_wide(dtype, CONV3D),
+             **_tol(dtype))
+
+
+@pytest.mark.parametrize("case", [
+    ([1, 1, 1], [0, 0, 0], [1, 1, 1], 1), ([2, 1, 2], [1, 1, 0], [1, 2, 1], 1), ([1, 2, 1], [0, 1, 2], [2, 1, 1], 2),
+    ([1, 1, 3], [1, 1, 1], [1, 1, 1], 4),
+])
+def test_conv3d_stride_padding_dilation_groups(case):
+    # Few channels per group: the flat reduction over (channel, kd, kh, kw).
+    stride, padding, dilation, groups = case
+    x, w = make((2, 4, 5, 4, 6)), make((8, 4 // groups, 2, 3, 2), seed=1)
+    check_op("aten::conv3d", x, w, make((8,), seed=2), stride, padding, dilation, groups)
+    check_op("aten::conv3d", x.to(memory_format=CL3), w, None, stride, padding, dilation, groups)
+
+
+def test_conv3d_layouts_unbatched_and_empty_batch():
+    x, w, b = make((2, 3, 4, 3, 5)), make((4, 3, 2, 3, 3), seed=1), make((4,), seed=2)
+    for _, xl in layouts(x):
+        check_op("aten::conv3d", xl, w, b, [1, 1, 2], [1, 1, 1])
+    check_op("aten::conv3d", x.permute(0, 1, 2, 4, 3), w, b, [2, 1, 1], [0, 1, 1])
+    got = check_op("aten::conv3d", x.to(memory_format=CL3), w.to(memory_format=CL3), b, [1, 1, 1], [1, 0, 1])
+    assert got.stride()[1] == 1  # channels-last in, channels-last out (torch's rule)
+    check_op("aten::conv3d", x[0], w, None, [1, 1, 1], [1, 1, 1])
+    check_op("aten::conv3d", x[:0], w, None, [1, 1, 1], [1, 1, 1])
+
+
+@pytest.mark.parametrize("dilation", [[1, 1, 1], [2, 1, 1], [1, 2, 3]])
+def test_conv3d_padding_strings(dilation):
+    # Even kernel sizes: 'same' puts the odd padding pixel after the input, as torch does.
+    x, w = make((1, 3, 4, 5, 6)), make((4, 3, 2, 3, 2), seed=1)
+    check_op("aten::conv3d.padding", x, w, make((4,), seed=2), [1, 1, 1], "same", dilation)
+    check_op("aten::conv3d.padding", x, w, None, [2, 1, 2], "valid", dilation)
+
+
+@pytest.mark.parametrize(("dtype", "tiles"), [("float32", "default"), ("float32", "small"), ("bfloat16", "default")])
+def test_conv3d_taps(dtype, tiles, monkeypatch):
+    # 16+ channels per group: the (tap, channel block) loop. 3x3x3 = 27 taps fit a row's tap bits.
+    ref, tol = _ref_wide(dtype, CONV3D), _tol(dtype)
+    b, w = make((24,), dtype, seed=2), make((24, 20, 3, 3, 3), dtype, seed=1)
+    if tiles == "small":  # 2 x 2 output tiles, each over 27 taps x 2 channel blocks
+        _small_tiles(monkeypatch)
+        check_op("aten::conv3d", make((1, 20, 3, 3, 3), dtype).to(memory_format=CL3), w, b, [1, 1, 1], [1, 1, 1],
+                 torch_fn=ref, **tol)
+        return
+    x = make((2, 20, 3, 4, 5), dtype)
+    ws = _weight_layouts_3d(w)
+    cases = [(x.to(memory_format=CL3), ws[0]), (x, ws[1]), (x.to(memory_format=CL3), ws[2])]
+    for xl, wl in cases if dtype == "float32" else cases[:1]:
+        check_op("aten::conv3d", xl, wl, b, [1, 1, 1], [1, 1, 1], [1, 1, 1], 1, torch_fn=ref, **tol)
+    # 4x3x3 = 36 taps: more than the tap bits hold, so steps test the window's bounds; groups, stride, dilation.
+    x = make((1, 32, 5, 4, 4), dtype).to(memory_format=CL3)
+    check_op("aten::conv3d", x, make((16, 16, 4, 3, 3), dtype, seed=3), None, [1, 1, 2], [2, 1, 1], [1, 2, 1], 2,
+             torch_fn=ref, **tol)
+
+
+def test_conv3d_pointwise():
+    # 1x1x1 without padding: a GEMM over a strided view of the input; padded, the taps loop.
+    ref, tol = _ref_wide("float32", CONV3D), _tol("float32")
+    x = make((2, 32, 3, 4, 5))
+    for xl in (x, x.to(memory_format=CL3)):
+        check_op("aten::conv3d", xl, make((24, 32, 1, 1, 1), seed=1), make((24,), seed=2), [2, 1, 2], [0, 0, 0],
+                 torch_fn=ref, **tol)
+    check_op("aten::conv3d", x, make((24, 16, 1, 1, 1), seed=3), None, [1, 2, 1], [0, 0, 0], [1, 1, 1], 2,
+             torch_fn=ref, **tol)
+    check_op("aten::conv3d", x, make((24, 32, 1, 1, 1), seed=1), None, [2, 2, 1], [1, 0, 0], torch_fn=ref, **tol)
+
+
+@pytest.mark.parametrize("case", [
+    ([1, 1, 1], [0, 0, 0], [0, 0, 0], 1, [1, 1, 1]), ([2, 1, 2], [1, 0, 1], [1, 0, 1], 1, [1, 1, 1]),
+    ([2, 3, 1], [0, 1, 0], [1, 2, 0], 2, [1, 1, 2]), ([1, 2, 2], [1, 1, 0], [0, 0, 1], 2, [2, 1, 1]),
+])
+def test_conv_transpose3d(case):
+    stride, padding, out_pad, groups, dilation = case
+    x, w = make((2, 4, 3, 2, 3)), make((4, 3, 2, 3, 2), seed=1)
+    check_op("aten::conv_transpose3d.input", x, w, make((3 * groups,), seed=2), stride, padding, out_pad, groups,
+             dilation)
+    check_op("aten::conv_transpose3d", x.to(memory_format=CL3), w, None, stride, padding, out_pad, groups, dilation)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_conv_transpose3d_taps(dtype):
+    # 16 input channels per group take the taps loop backwards; weight layouts as the forward test.
+    ref, tol = _ref_wide(dtype, CONVT3D), _tol(dtype)
+    x = make((1, 32, 3, 2, 3), dtype)
+    ws = _weight_layouts_3d(make((32, 8, 3, 2, 3), dtype, seed=1))
+    cases = [(x, ws[0]), (x.to(memory_format=CL3), ws[1]), (x, ws[2])]
+    for xl, w in cases if dtype == "float32" else cases[:1]:
+        check_op("aten::conv_transpose3d.input", xl, w, make((16,), dtype, seed=2), [2, 1, 2], [1, 0, 1], [1, 0, 0],
+                 2, [1, 2, 1], torch_fn=ref, **tol)
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_convolution_export_signature_3d(transposed):
+    x = make((2, 4, 3, 4, 3))
+    w = make((4, 3, 2, 3, 2), seed=1) if transposed else make((6, 2, 2, 3, 2), seed=1)
+    out_pad = [1, 0, 1] if transposed else [0, 0, 0]
+    check_op("aten::convolution", x, w, make((6,), seed=2), [2, 1, 2], [1, 1, 0], [1, 1, 1], transposed, out_pad, 2)
+    check_op("aten::convolution", x.to(memory_format=CL3), w, None, [1, 1, 1], [0, 1, 1], [1, 2, 1], transposed,
+             [0, 0, 0], 2)
+
+
+def test_conv3d_split_reduction(monkeypatch):
+    # Reductions split into parts, summed by a second kernel that sees depth and height as one axis of
+    # the (contiguous or channels-last) output.
+    from nbx_conv import convolution
+
+    base = convolution._config
+    monkeypatch.setattr(convolution, "_config", lambda *a: (*base(*a)[:6], 3))
+    dtype = "bfloat16"
+    tol = _tol(dtype)
+    x, b = make((2, 32, 3, 4, 3), dtype), make((24,), dtype, seed=2)
+    for xl in (x, x.to(memory_format=CL3)):
+        check_op("aten::conv3d", xl, make((24, 16, 3, 2, 3), dtype, seed=1), b, [1, 1, 1], [1, 1, 1], [1, 1, 1], 2,
+                 torch_fn=_ref_wide(dtype, CONV3D), **tol)
+    check_op("aten::conv3d", make((1, 3, 5, 4, 6), dtype), make((8, 3, 3, 3, 3), dtype, seed=3), b[:8], [2, 1, 2],
+             [1, 1, 1], torch_fn=_ref_wide(dtype, CONV3D), **tol)
+    check_op("aten::conv_transpose3d.input", x, make((32, 8, 2, 3, 2), dtype, seed=4), None, [2, 1, 1], [0, 1, 1],
+             [1, 0, 0], 2, [1, 1, 1], torch_fn=_ref_wide(dtype, CONVT3D), **tol)
+
+
+def test_conv3d_int64_offsets(monkeypatch):
+    # Offsets past 2**31 elements: the depth terms of every reduction loop in int64, on small tensors.
+    from nbx_conv import convolution
+
+    monkeypatch.setattr(convolution, "needs_int64", lambda *a: True)
+    ref, tol = _ref_wide("float32", CONV3D), _tol("float32")
+    x = make((2, 16, 3, 4, 5)).to(memory_format=CL3)
+    check_op("aten::conv3d", x, make((8, 16, 3, 3, 3), seed=1), make((8,), seed=2), [1, 1, 1], [1, 1, 1],
+             torch_fn=ref, **tol)
+    check_op("aten::conv3d", x, make((8, 16, 4, 3, 3), seed=3), None, [1, 2, 1], [2, 1, 1], torch_fn=ref, **tol)
+    check_op("aten::conv3d", x, make((8, 16, 1, 1, 1), seed=4), None, [2, 1, 2], [0, 0, 0], torch_fn=ref, **tol)
+    check_op("aten::conv3d", make((1, 3, 4, 5, 4)), make((8, 3, 3, 3, 3), seed=5), None, [1, 2, 1], [1, 1, 1],
+             torch_fn=ref, **tol)
+    check_op("aten::conv_transpose3d.input", make((1, 16, 3, 2, 3)), make((16, 8, 2, 3, 2), seed=6), None,
+             [2, 1, 2], [1, 1, 0], [1, 0, 1], 1, [1, 1, 1], torch_fn=_ref_wide("float32", CONVT3D), **tol)
+
+
+def test_conv3d_bad_inputs():
+    x, w = make((1, 3, 4, 5, 4)), make((4, 3, 2, 3, 3), seed=1)
+    check_raises("aten::conv3d", x, make((4, 3, 3, 3), seed=1), None, [1, 1, 1], [0, 0, 0], match="5-D")
+    check_raises("aten::conv3d", x, make((4, 2, 2, 3, 3)), None, [1, 1, 1], [0, 0, 0], match="channels")
+    check_raises("aten::conv3d", make((1, 3, 1, 5, 4)), w, None, [1, 1, 1], [0, 0, 0], match="can't be greater")
+    check_raises("aten::conv3d.padding", x, w, None, [1, 2, 1], "same", match="strided")
+    check_raises("aten::conv3d", x, w, make((5,)), [1, 1, 1], [0, 0, 0], match="bias")
+    check_raises("aten::conv3d", x, w, None, [1, 1], [0, 0, 0], match="stride")
+    check_raises("aten::conv_transpose3d.input", x, make((3, 2, 2, 2, 2)), None, [1, 1, 1], [0, 0, 0], [0, 1, 0],
+                 match="output_padding")
+    check_raises("aten::convolution", make((1, 3, 2, 2, 2, 2)), make((4, 3, 1, 1, 1, 1)), None, [1] * 4, [0] * 4,
+                 [1] * 4, False, [0] * 4, 1, match="3-D")
+
+
+def test_conv3d_modules_export_and_run(tmp_path):
+    # torch.export keeps nn.Conv3d as aten::conv3d (conv3d.padding for 'same') and nn.ConvTranspose3d as
+    # aten::conv_transpose3d.input: a graph of both runs on NBX.
+    from nbx_core.graph import load, read_graph
+    from nbx_core.graph.export import export_module
+
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(torch.nn.Conv3d(3, 4, (2, 3, 3), stride=(1, 2, 1), padding=1),
+                                 torch.nn.ConvTranspose3d(4, 4, 2, stride=2, output_padding=(1, 0, 0), groups=2),
+                                 torch.nn.Conv3d(4, 2, 3, padding="same", dilation=(1, 2, 1))).eval()
+    x = make((1, 3, 3, 4, 3))
+    path = export_module(module, (x,), tmp_path / "conv3d.nbx")
+    ops = {n.op for n in read_graph(path).nodes}
+    assert {"aten::conv3d.default", "aten::conv3d.padding", "aten::conv_transpose3d.input"} <= ops, ops
+    prog = load(path)
+    if not numeric():
+        prog.check_compiles(x)
+        return
+    with torch.no_grad():
+        want = module(x)
+    assert_close(prog(x), want, rtol=2e-5, atol=5e-5)

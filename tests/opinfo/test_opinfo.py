@@ -26,11 +26,7 @@ from . import harness  # noqa: E402
 from .allowlist import divergence  # noqa: E402
 
 # Real gaps, not divergences: strict xfails, so that fixing one fails the test until it is removed here.
-KNOWN_BUGS: dict[str, str] = {
-    "nn.functional.conv3d": "nbx-conv has no 3-D convolution: aten::convolution with a 5-D weight raises ShapeError",
-    "nn.functional.conv_transpose3d": "nbx-conv has no 3-D convolution: aten::convolution with a 5-D weight raises "
-                                      "ShapeError",
-}
+KNOWN_BUGS: dict[str, str] = {}
 
 _OPS = {harness.key(op): op for op in op_db}
 CASES = [pytest.param(e.key, dt, id=f"{e.family}-{e.key}-{str(dt).removeprefix('torch.')}",

@@ -1,4 +1,4 @@
-"""Convolution as one implicit GEMM: conv1d/conv2d/_conv_depthwise2d/convolution and the transposed forms.
+"""Convolution as one implicit GEMM: conv1d/2d/3d, _conv_depthwise2d, convolution and the transposed forms.
 
 Per group, the output is a GEMM with M = N*OH*OW rows (output pixels), N = K/groups output channels
 and a reduction over C/groups * R * S. Rows gather their input pixels straight from the input's
@@ -28,6 +28,16 @@ A transposed convolution is the same gather read backwards: output pixel ``oh`` 
 ``ih = (oh + pad - r*dil) / stride`` where that division is exact and in range. 1-D convolutions run
 as 2-D ones with H = 1. Half types accumulate in float32; float32 uses full-precision (ieee) dots;
 float64 multiplies and sums in float64 without tensor cores.
+
+A 3-D convolution is the same GEMM with a depth axis: rows are output voxels (n, od, oh, ow), the
+reduction runs over C/groups * kD * kH * kW, and a tap (t, r, s) moves a row's input voxel by one
+offset as in 2-D, so every loop above, the tap bits (up to 31 taps: 3x3x3 fits), the split reduction,
+transposition and channels-last-3d inputs carry over. The depth terms sit behind the ``DEPTH``
+constexpr, and 2-D launches pass one plane and one depth tap, so the 2-D kernels compile without
+them. Folding the depth taps into kD batched 2-D launches would need less kernel code but would copy
+the input's depth slices once per tap (their batch and depth strides do not merge) and sum kD
+partial outputs in a further pass; the depth axis keeps one launch, one float32 (float64)
+accumulation and one rounding, with the input read in place.
 """
 
 from nbx_core.runtime.launch import BACKEND, cdiv, launch, multiprocessors, next_pow2
@@ -44,6 +54,7 @@ from nbx_core.ops.views import permute, squeeze, unsqueeze
 from nbx_core.runtime.kernels.dot import dot_operand
 from nbx_core.runtime.kernels.indexing import needs_int64
 from nbx_core.runtime.kernels.tiles import grouped_tile
+from nbx_core.shape import numel
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 from nbx_core.tensor.args import (
     FLOATING,
@@ -82,6 +93,30 @@ def _in_coords(oh, ow, r, s, H, W, stride_h, stride_w, pad_h, pad_w, dil_h, dil_
 
 
 @triton.jit
+def _in_depth(od, t, D, stride_d, pad_d, dil_d, TRANSPOSED: tl.constexpr):
+    """Input plane that output plane ``od`` reads through depth tap ``t``, and whether it exists:
+    :func:`_in_coords` with a second axis of one pixel that every tap reads (the compiler folds it;
+    a tensor, not a literal 0, so that the interpreter's masks stay boolean)."""
+    i_d, _, ok = _in_coords(od, tl.zeros_like(od), t, 0, D, 1, stride_d, 1, pad_d, 0, dil_d, 0, TRANSPOSED)
+    return i_d, ok
+
+
+@triton.jit
+def _step_tap(i, nc, R, S, BLOCK_K: tl.constexpr, DEPTH: tl.constexpr):
+    """The first channel and the tap (t, r, s) of the taps loop's step ``i``: channel blocks vary
+    fastest, then s, r and t (t is 0 without DEPTH)."""
+    tap = i // nc
+    c0 = (i - tap * nc) * BLOCK_K
+    r = tap // S
+    s = tap - r * S
+    t = 0
+    if DEPTH:
+        t = r // R
+        r = r - t * R
+    return c0, t, r, s
+
+
+@triton.jit
 def _mac(acc, a, b, MODE: tl.constexpr):
     # MODE 0: tensor-core dot (half types); 1: ieee float32 dot; 2: float64 multiply-add.
     if MODE == 0:
@@ -110,21 +145,24 @@ def _channel_tiles(a_rows, row_ok, b_cols, n_mask, offs_k, c_left, sxc, swc, EVE
 
 # Sizes and window parameters vary per layer: specializing on them (== 1, % 16) would only multiply
 # compiled variants; strides and channel counts stay specialized for vectorized loads.
-@triton.jit(do_not_specialize=["M", "H", "W", "OH", "OW", "R", "S", "stride_h", "stride_w", "pad_h", "pad_w",
-                               "dil_h", "dil_w"])
+@triton.jit(do_not_specialize=["M", "D", "H", "W", "OD", "OH", "OW", "T", "R", "S", "stride_d", "stride_h", "stride_w",
+                               "pad_d", "pad_h", "pad_w", "dil_d", "dil_h", "dil_w"])
 def _conv_kernel(
     x_ptr, w_ptr, b_ptr, out_ptr,
-    M, H, W, OH, OW, Cg, Kg, R, S,
-    sxn, sxc, sxh, sxw,
-    swg, swk, swc, swr, sws,
-    son, sok, soh, sow,
-    stride_h, stride_w, pad_h, pad_w, dil_h, dil_w,
+    M, D, H, W, OD, OH, OW, Cg, Kg, T, R, S,
+    sxn, sxc, sxd, sxh, sxw,
+    swg, swk, swc, swt, swr, sws,
+    son, sok, sod, soh, sow,
+    stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dil_d, dil_h, dil_w,
     TRANSPOSED: tl.constexpr, HAS_BIAS: tl.constexpr, REDUCTION: tl.constexpr, EVEN_C: tl.constexpr,
     MODE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr, PARTIAL: tl.constexpr, INT64: tl.constexpr, TAP_BITS: tl.constexpr,
+    DEPTH: tl.constexpr,
 ):
     # Grid: (output tiles, groups, reduction parts). With PARTIAL, part p sums its share of the
     # reduction steps and stores float32 (float64) partial sums to out_ptr as a (parts, M, K) array.
+    # Without DEPTH (2-D) the depth arguments are unused: every depth term sits behind that constexpr,
+    # so the 2-D kernels compile as they would without them.
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, Kg, BLOCK_M, BLOCK_N, GROUP_M)
     g = tl.program_id(1)
     if INT64:
@@ -137,38 +175,54 @@ def _conv_kernel(
     n_mask = offs_n < Kg
     ow = offs_m % OW
     oh = (offs_m // OW) % OH
-    nb = offs_m // (OW * OH)
+    taps = R * S
+    if DEPTH:
+        od = (offs_m // (OW * OH)) % OD
+        nb = offs_m // (OW * OH * OD)
+        taps = taps * T
+    else:
+        nb = offs_m // (OW * OH)
     x_row = x_ptr + nb * sxn + g * Cg * sxc
     w_col = w_ptr + g * swg + offs_n * swk
     acc_ty = tl.float64 if MODE == 2 else tl.float32
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=acc_ty)
     nc = tl.cdiv(Cg, BLOCK_K)
     if REDUCTION == 0:  # FLAT
-        steps = tl.cdiv(Cg * R * S, BLOCK_K)
+        steps = tl.cdiv(Cg * taps, BLOCK_K)
     elif REDUCTION == 2:  # POINTWISE
         steps = nc
     else:  # TAPS
-        steps = R * S * nc
+        steps = taps * nc
     per_part = tl.cdiv(steps, tl.num_programs(2))
     lo = tl.program_id(2) * per_part
     hi = tl.minimum(lo + per_part, steps)
     if REDUCTION == 0:
         for i in range(lo, hi):
             kk = i * BLOCK_K + offs_k
-            k_mask = kk < Cg * R * S
+            k_mask = kk < Cg * taps
             c = kk % Cg
-            rs = kk // Cg
-            r = rs // S
-            s = rs % S
+            tap = kk // Cg
+            r = tap // S
+            s = tap % S
+            if DEPTH:
+                t = r // R
+                r = r % R
             ih, iw, ok = _in_coords(oh[:, None], ow[:, None], r[None, :], s[None, :], H, W, stride_h, stride_w,
                                     pad_h, pad_w, dil_h, dil_w, TRANSPOSED)
-            a_mask = ok & m_mask[:, None] & k_mask[None, :]
-            a = tl.load(x_row[:, None] + ih * sxh + iw * sxw + c[None, :] * sxc, mask=a_mask, other=0.0)
-            b_off = (c * swc + r * swr + s * sws)[:, None]
-            b = tl.load(w_col[None, :] + b_off, mask=k_mask[:, None] & n_mask[None, :], other=0.0)
+            a_ptrs = x_row[:, None] + ih * sxh + iw * sxw + c[None, :] * sxc
+            b_off = c * swc + r * swr + s * sws
+            if DEPTH:
+                i_d, ok_d = _in_depth(od[:, None], t[None, :], D, stride_d, pad_d, dil_d, TRANSPOSED)
+                ok = ok & ok_d
+                a_ptrs += i_d * sxd
+                b_off += t * swt
+            a = tl.load(a_ptrs, mask=ok & m_mask[:, None] & k_mask[None, :], other=0.0)
+            b = tl.load(w_col[None, :] + b_off[:, None], mask=k_mask[:, None] & n_mask[None, :], other=0.0)
             acc = _mac(acc, a, b, MODE)
     elif REDUCTION == 2:  # every row reads one pixel, always inside the input
         a_rows = x_row + (oh * stride_h) * sxh + (ow * stride_w) * sxw
+        if DEPTH:
+            a_rows += (od * stride_d) * sxd
         for i in range(lo, hi):
             c0 = i * BLOCK_K
             a, b = _channel_tiles(a_rows + c0 * sxc, m_mask, w_col + c0 * swc, n_mask, offs_k, Cg - c0, sxc, swc,
@@ -176,46 +230,69 @@ def _conv_kernel(
             acc = _mac(acc, a, b, MODE)
     elif TRANSPOSED:  # one flat loop over (tap, channel block), so the pipeliner sees a single loop
         for i in range(lo, hi):
-            rs = i // nc
-            c0 = (i - rs * nc) * BLOCK_K
-            r = rs // S
-            s = rs - r * S
+            c0, t, r, s = _step_tap(i, nc, R, S, BLOCK_K, DEPTH)
             ih, iw, ok = _in_coords(oh, ow, r, s, H, W, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, TRANSPOSED)
-            a, b = _channel_tiles(x_row + ih * sxh + iw * sxw + c0 * sxc, ok & m_mask,
-                                  w_col + (r * swr + s * sws + c0 * swc), n_mask, offs_k, Cg - c0, sxc, swc, EVEN_C)
+            a_ptrs = x_row + ih * sxh + iw * sxw + c0 * sxc
+            w_off = r * swr + s * sws + c0 * swc
+            if DEPTH:
+                i_d, ok_d = _in_depth(od, t, D, stride_d, pad_d, dil_d, TRANSPOSED)
+                ok = ok & ok_d
+                a_ptrs += i_d * sxd
+                w_off += t * swt
+            a, b = _channel_tiles(a_ptrs, ok & m_mask, w_col + w_off, n_mask, offs_k, Cg - c0, sxc, swc, EVEN_C)
             acc = _mac(acc, a, b, MODE)
     else:
         # The same flat loop, cheaper per step, since issuing address arithmetic rather than the tensor
         # cores bounds the 3x3 layers: a tap shifts every row's input pixel by one scalar offset, the
-        # (r, s, channel block) counters advance without divisions, and with TAP_BITS each row's in-bounds
-        # taps are computed once as bits (r*S + s) that a step tests instead of the window's bounds.
+        # (t, r, s, channel block) counters advance without divisions, and with TAP_BITS each row's
+        # in-bounds taps are computed once as bits ((t*R + r)*S + s) that a step tests instead of the
+        # window's bounds.
         ih0 = oh * stride_h - pad_h
         iw0 = ow * stride_w - pad_w
         a_rows = x_row + ih0 * sxh + iw0 * sxw
+        if DEPTH:
+            id0 = od * stride_d - pad_d
+            a_rows += id0 * sxd
         if TAP_BITS:
             bits = tl.zeros_like(offs_m).to(tl.int32)
-            for t in range(R * S):
-                th = ih0 + (t // S) * dil_h
-                tw = iw0 + (t % S) * dil_w
+            for j in range(taps):
+                rj = j // S
+                if DEPTH:
+                    rj = rj % R
+                th = ih0 + rj * dil_h
+                tw = iw0 + (j % S) * dil_w
                 inside = (th >= 0) & (th < H) & (tw >= 0) & (tw < W)
-                bits |= inside.to(tl.int32) << t
+                if DEPTH:
+                    td = id0 + (j // (R * S)) * dil_d
+                    inside = inside & (td >= 0) & (td < D)
+                bits |= inside.to(tl.int32) << j
             bits = tl.where(m_mask, bits, 0)
-        rs = lo // nc
-        c0 = (lo - rs * nc) * BLOCK_K
-        r = rs // S
-        s = rs - r * S
+        c0, t, r, s = _step_tap(lo, nc, R, S, BLOCK_K, DEPTH)
         for _ in range(lo, hi):
             dh = r * dil_h
             dw = s * dil_w
+            if DEPTH:
+                dd = t * dil_d
             if TAP_BITS:
-                ok = (bits & (1 << (r * S + s))) != 0
+                bit = r * S + s
+                if DEPTH:
+                    bit += t * R * S
+                ok = (bits & (1 << bit)) != 0
             else:
                 ok = m_mask & (ih0 + dh >= 0) & (ih0 + dh < H) & (iw0 + dw >= 0) & (iw0 + dw < W)
+                if DEPTH:
+                    ok = ok & (id0 + dd >= 0) & (id0 + dd < D)
             if INT64:
                 dh = dh.to(tl.int64)
                 dw = dw.to(tl.int64)
-            a, b = _channel_tiles(a_rows + (dh * sxh + dw * sxw + c0 * sxc), ok,
-                                  w_col + (r * swr + s * sws + c0 * swc), n_mask, offs_k, Cg - c0, sxc, swc, EVEN_C)
+            x_off = dh * sxh + dw * sxw + c0 * sxc
+            w_off = r * swr + s * sws + c0 * swc
+            if DEPTH:
+                if INT64:
+                    dd = dd.to(tl.int64)
+                x_off += dd * sxd
+                w_off += t * swt
+            a, b = _channel_tiles(a_rows + x_off, ok, w_col + w_off, n_mask, offs_k, Cg - c0, sxc, swc, EVEN_C)
             acc = _mac(acc, a, b, MODE)
             c0 += BLOCK_K
             wrap = c0 >= Cg
@@ -224,6 +301,10 @@ def _conv_kernel(
             wrap = s == S
             s = tl.where(wrap, 0, s)
             r += wrap.to(tl.int32)
+            if DEPTH:
+                wrap = r == R
+                r = tl.where(wrap, 0, r)
+                t += wrap.to(tl.int32)
     k_out = g * Kg + offs_n
     mask = m_mask[:, None] & n_mask[None, :]
     if PARTIAL:
@@ -236,7 +317,10 @@ def _conv_kernel(
         if HAS_BIAS:
             bias = tl.load(b_ptr + k_out, mask=n_mask, other=0.0)
             acc += bias.to(acc_ty)[None, :]
-        out_off = (nb * son + oh * soh + ow * sow)[:, None] + (k_out * sok)[None, :]
+        out_row = nb * son + oh * soh + ow * sow
+        if DEPTH:
+            out_row += od * sod
+        out_off = out_row[:, None] + (k_out * sok)[None, :]
         tl.store(out_ptr + out_off, acc.to(out_ptr.dtype.element_ty), mask=mask)
 
 
@@ -303,28 +387,34 @@ def _config(m: int, kg: int, groups: int, cg: int, taps: int, flat: bool) -> tup
 
 def _channels_contiguous(w: NBXTensor, transposed: bool) -> NBXTensor:
     """``w`` with stride 1 along its per-group input channels (the B tile's reduction axis): the
-    channels-last order (K, R, S, C), or for a transposed weight (C_in, K/g, R, S) the order
-    (K/g, R, S, C_in). A weight already so (or contiguous along output channels) is returned as is."""
+    channels-last order (K, *kernel, C), or for a transposed weight (C_in, K/g, *kernel) the order
+    (K/g, *kernel, C_in). A weight already so (or contiguous along output channels) is returned as is."""
     cdim, kdim = (0, 1) if transposed else (1, 0)
     if w.stride()[cdim] == 1 or w.stride()[kdim] == 1:
         return w
-    return permute(contiguous(permute(w, kdim, 2, 3, cdim)), *((3, 0, 1, 2) if transposed else (0, 3, 1, 2)))
+    last = w.ndim - 1
+    taps = range(2, w.ndim)
+    phys = contiguous(permute(w, kdim, *taps, cdim))
+    return permute(phys, *((last, 0, *range(1, last)) if transposed else (0, last, *range(1, last))))
 
 
-def _conv(op: str, x: NBXTensor, w: NBXTensor, bias: NBXTensor | None, stride: tuple[int, int],
-          pad: tuple[int, int], dil: tuple[int, int], transposed: bool, out_pad: tuple[int, int], groups: int,
-          out_hw: tuple[int, int] | None = None) -> NBXTensor:
-    """The 2-D (N, C, H, W) convolution behind every wrapper; ``out_hw`` overrides the output size."""
-    n, c, h, wd = x.shape
+def _conv(op: str, x: NBXTensor, w: NBXTensor, bias: NBXTensor | None, stride: tuple[int, ...],
+          pad: tuple[int, ...], dil: tuple[int, ...], transposed: bool, out_pad: tuple[int, ...], groups: int,
+          out_size: tuple[int, ...] | None = None) -> NBXTensor:
+    """The 2-D (N, C, H, W) or 3-D (N, C, D, H, W) convolution behind every wrapper; ``out_size``
+    overrides the output's spatial size."""
+    n, c, *size = x.shape
+    kernel = tuple(w.shape[2:])
     if transposed:
-        cg, kg, r, s = w.shape[0] // groups, w.shape[1], w.shape[2], w.shape[3]
+        cg, kg = w.shape[0] // groups, w.shape[1]
         if w.shape[0] != c:
             raise ShapeError(f"{op}: weight of shape {list(w.shape)} expects {w.shape[0]} input channels, got "
-                             f"input of shape {list(x.shape)}: a transposed weight is (C_in, C_out/groups, kH, kW)")
+                             f"input of shape {list(x.shape)}: a transposed weight is (C_in, C_out/groups, "
+                             "*kernel_size)")
         if c % groups:
             raise NbxValueError(f"{op}: input channels {c} must be divisible by groups={groups}")
     else:
-        kg, cg, r, s = w.shape[0] // groups, w.shape[1], w.shape[2], w.shape[3]
+        kg, cg = w.shape[0] // groups, w.shape[1]
         if w.shape[0] % groups:
             raise NbxValueError(f"{op}: out channels {w.shape[0]} (weight.shape[0]) must be divisible by "
                                 f"groups={groups}")
@@ -334,45 +424,54 @@ def _conv(op: str, x: NBXTensor, w: NBXTensor, bias: NBXTensor | None, stride: t
     k = kg * groups
     if bias is not None and (bias.ndim != 1 or bias.shape[0] != k):
         raise ShapeError(f"{op}: bias must have shape [{k}] (one per output channel), got {list(bias.shape)}")
+    axes = list(zip(size, kernel, stride, pad, dil, strict=True))
     if transposed:
         for o, st, d in zip(out_pad, stride, dil, strict=True):
             if o >= st and o >= d:
                 raise NbxValueError(f"{op}: output_padding {list(out_pad)} must be smaller than either stride "
                                     f"{list(stride)} or dilation {list(dil)}")
-        oh = (h - 1) * stride[0] - 2 * pad[0] + dil[0] * (r - 1) + out_pad[0] + 1
-        ow = (wd - 1) * stride[1] - 2 * pad[1] + dil[1] * (s - 1) + out_pad[1] + 1
-        if oh <= 0 or ow <= 0:
-            raise ShapeError(f"{op}: output size ({oh}, {ow}) is too small for input {list(x.shape)}: "
+        out_sp = tuple((i - 1) * st - 2 * p + d * (kk - 1) + o + 1
+                       for (i, kk, st, p, d), o in zip(axes, out_pad, strict=True))
+        if any(o <= 0 for o in out_sp):
+            raise ShapeError(f"{op}: output size {out_sp} is too small for input {list(x.shape)}: "
                              "reduce padding or raise stride")
     else:
-        eff_h, eff_w = dil[0] * (r - 1) + 1, dil[1] * (s - 1) + 1
-        if out_hw is None and (h + 2 * pad[0] < eff_h or wd + 2 * pad[1] < eff_w):
-            raise ShapeError(f"{op}: kernel size ({eff_h}, {eff_w}) (with dilation) can't be greater than the "
-                             f"padded input size ({h + 2 * pad[0]}, {wd + 2 * pad[1]}): pad the input or use a "
-                             "smaller kernel")
-        oh, ow = out_hw or ((h + 2 * pad[0] - eff_h) // stride[0] + 1, (wd + 2 * pad[1] - eff_w) // stride[1] + 1)
-    out = empty_output((n, k, oh, ow), x.dtype, x)
-    m = n * oh * ow
+        eff = tuple(d * (kk - 1) + 1 for _, kk, _, _, d in axes)
+        padded = tuple(i + 2 * p for i, _, _, p, _ in axes)
+        if out_size is None and any(pi < e for pi, e in zip(padded, eff, strict=True)):
+            raise ShapeError(f"{op}: kernel size {eff} (with dilation) can't be greater than the padded input "
+                             f"size {padded}: pad the input or use a smaller kernel")
+        out_sp = out_size or tuple((pi - e) // st + 1 for pi, e, st in zip(padded, eff, stride, strict=True))
+    out = empty_output((n, k, *out_sp), x.dtype, x)
+    m = n * numel(out_sp)
     if m == 0 or k == 0:
         return out
     if cg == 0:
         raise ShapeError(f"{op}: input of shape {list(x.shape)} has no channels to convolve")
+    taps = numel(kernel)
     if cg < 16:
         reduction = FLAT
-    elif r == s == 1 and pad == (0, 0) and not transposed:
+    elif taps == 1 and not any(pad) and not transposed:
         reduction = POINTWISE
     else:
         reduction = TAPS
     if reduction != FLAT:
         w = _channels_contiguous(w, transposed)
-    bm, bn, bk, warps, stages, group_m, parts = _config(m, kg, groups, cg, r * s, reduction == FLAT)
+    bm, bn, bk, warps, stages, group_m, parts = _config(m, kg, groups, cg, taps, reduction == FLAT)
     mode = 2 if x.dtype is D.float64 else 1 if x.dtype is D.float32 else 0
     if mode == 2 and BACKEND != "cpu":
         # float64 multiplies without tensor cores: the (BLOCK_M, BLOCK_K, BLOCK_N) product lives in
         # registers, so its tiles stay small (the 7x7 stem's 128 x 64 x 64 ones needed 256 KB of
         # shared memory and failed to launch).
         bm, bn, bk = min(bm, 32), min(bn, 32), min(bk, 8)
-    ws = w.stride()
+    # 2-D runs as 3-D with one depth plane, one depth tap and depth strides 0; the kernel then compiles
+    # no depth terms.
+    depth = len(size) == 3
+
+    def as3d(vals: tuple[int, ...] | list[int], fill: int, at: int = 0) -> tuple[int, ...]:
+        return tuple(vals) if depth else (*vals[:at], fill, *vals[at:])
+
+    xs, ws, outs = as3d(x.stride(), 0, 2), as3d(w.stride(), 0, 2), as3d(out.stride(), 0, 2)
     if transposed:
         wg, wk, wc = cg * ws[0], ws[1], ws[0]
     else:
@@ -381,17 +480,19 @@ def _conv(op: str, x: NBXTensor, w: NBXTensor, bias: NBXTensor | None, stride: t
     int64 = needs_int64(m * k * parts, x, w, out)
     launch(
         _conv_kernel, (cdiv(m, bm) * cdiv(kg, bn), groups, parts), x, w, bias if bias is not None else x, dst,
-        m, h, wd, oh, ow, cg, kg, r, s, *x.stride(), wg, wk, wc, ws[2], ws[3], *out.stride(),
-        stride[0], stride[1], pad[0], pad[1], dil[0], dil[1],
+        m, *as3d(size, 1), *as3d(out_sp, 1), cg, kg, *as3d(kernel, 1), *xs, wg, wk, wc, *ws[2:], *outs,
+        *as3d(stride, 1), *as3d(pad, 0), *as3d(dil, 1),
         TRANSPOSED=transposed, HAS_BIAS=bias is not None, REDUCTION=reduction, EVEN_C=cg % bk == 0, MODE=mode,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=group_m,
-        PARTIAL=parts > 1, INT64=int64, TAP_BITS=r * s <= 31, num_warps=warps, num_stages=stages,
+        PARTIAL=parts > 1, INT64=int64, TAP_BITS=taps <= 31, DEPTH=depth, num_warps=warps, num_stages=stages,
     )
     if parts > 1:
+        # The output is contiguous or channels-last (empty_output), where depth and height merge into one
+        # axis of stride soh: the second pass sees a 2-D output of OD*OH rows.
         bm2, bn2 = (16, min(256, next_pow2(k))) if BACKEND != "cpu" else (min(128, next_pow2(m)), next_pow2(k))
         launch(_sum_parts_kernel, (cdiv(m, bm2), cdiv(k, bn2)), dst, bias if bias is not None else x, out, m, k,
-               oh, ow, parts, *out.stride(), HAS_BIAS=bias is not None, BLOCK_M=bm2, BLOCK_N=bn2, INT64=int64,
-               num_warps=4 if BACKEND != "cpu" else 1)
+               numel(out_sp[:-1]), out_sp[-1], parts, outs[0], outs[1], outs[-2], outs[-1], HAS_BIAS=bias is not None,
+               BLOCK_M=bm2, BLOCK_N=bn2, INT64=int64, num_warps=4 if BACKEND != "cpu" else 1)
     return out
 
 
@@ -425,7 +526,7 @@ def _convnd(op: str, spatial: int, input: object, weight: object, bias: object, 
     batched = x.ndim == spatial + 2
     if not batched:
         x = unsqueeze(x, 0)
-    out_hw = None
+    out_size = None
     if isinstance(padding, str):
         if transposed:
             raise NbxTypeError(f"{op}: padding must be ints, got a string")
@@ -437,7 +538,7 @@ def _convnd(op: str, spatial: int, input: object, weight: object, bias: object, 
                                     f"(stride {list(st)}): use stride 1 or explicit padding")
             # Total padding dil*(k-1); the odd extra pixel goes on the right/bottom, as torch pads it.
             pad = tuple(d * (kk - 1) // 2 for d, kk in zip(dil, w.shape[2:], strict=True))
-            out_hw = tuple(x.shape[2:])
+            out_size = tuple(x.shape[2:])
         else:
             raise NbxValueError(f"{op}: invalid padding string {padding!r}: use 'same', 'valid' or ints")
     else:
@@ -446,8 +547,8 @@ def _convnd(op: str, spatial: int, input: object, weight: object, bias: object, 
     if spatial == 1:
         x, w = unsqueeze(x, 2), unsqueeze(w, 2)
         st, pad, dil, opad = (1, *st), (0, *pad), (1, *dil), (0, *opad)
-        out_hw = (1, *out_hw) if out_hw is not None else None
-    out = _conv(op, x, w, bias, st, pad, dil, transposed, opad, groups, out_hw)
+        out_size = (1, *out_size) if out_size is not None else None
+    out = _conv(op, x, w, bias, st, pad, dil, transposed, opad, groups, out_size)
     if spatial == 1:
         out = squeeze(out, 2)
     return out if batched else squeeze(out, 0)
@@ -456,17 +557,25 @@ def _convnd(op: str, spatial: int, input: object, weight: object, bias: object, 
 def convolution(input: NBXTensor, weight: NBXTensor, bias: NBXTensor | None, stride: list[int],
                 padding: list[int], dilation: list[int], transposed: bool, output_padding: list[int],
                 groups: int) -> NBXTensor:
-    """``aten::convolution`` (what torch.export emits): 1-D or 2-D, plain or transposed, batched input."""
+    """``aten::convolution`` (what torch.export emits): 1-D, 2-D or 3-D, plain or transposed, batched input."""
     w = tensor_arg("convolution", weight, "weight", dtypes=FLOATING)
     spatial = w.ndim - 2
-    if spatial not in (1, 2):
-        raise ShapeError(f"convolution: NBX supports 1-D and 2-D convolutions (3-D or 4-D weight), got weight of "
-                         f"shape {list(w.shape)}")
+    if spatial not in (1, 2, 3):
+        raise ShapeError(f"convolution: NBX supports 1-D, 2-D and 3-D convolutions (3-D, 4-D or 5-D weight), got "
+                         f"weight of shape {list(w.shape)}")
     x = tensor_arg("convolution", input, "input", dtypes=FLOATING)
     if x.ndim != w.ndim:
         raise ShapeError(f"convolution: input of shape {list(x.shape)} must have the weight's {w.ndim} dims")
     return _convnd("convolution", spatial, x, w, bias, stride, padding, dilation, bool(transposed),
                    output_padding, groups)
+
+
+def _conv_transpose(op: str, spatial: int, input: object, weight: object, bias: object, stride: object,
+                    padding: object, output_padding: object, groups: object, dilation: object) -> NBXTensor:
+    """The ``conv_transpose{1,2,3}d`` wrappers: as :func:`_convnd`, with padding ints only (as torch)."""
+    if isinstance(padding, str):
+        raise NbxTypeError(f"{op}: padding must be ints, got a string")
+    return _convnd(op, spatial, input, weight, bias, stride, padding, dilation, True, output_padding, groups)
 
 
 def conv1d(input: NBXTensor, weight: NBXTensor, bias: NBXTensor | None = None, stride: object = 1,
@@ -481,20 +590,34 @@ def conv2d(input: NBXTensor, weight: NBXTensor, bias: NBXTensor | None = None, s
     return _convnd("conv2d", 2, input, weight, bias, stride, padding, dilation, False, 0, groups)
 
 
+def conv3d(input: NBXTensor, weight: NBXTensor, bias: NBXTensor | None = None, stride: object = 1,
+           padding: object = 0, dilation: object = 1, groups: int = 1) -> NBXTensor:
+    """``aten::conv3d`` and ``conv3d.padding`` (``padding`` "same"/"valid")."""
+    return _convnd("conv3d", 3, input, weight, bias, stride, padding, dilation, False, 0, groups)
+
+
 def conv_transpose1d(input: NBXTensor, weight: NBXTensor, bias: NBXTensor | None = None, stride: object = 1,
                      padding: object = 0, output_padding: object = 0, groups: int = 1,
                      dilation: object = 1) -> NBXTensor:
     """``aten::conv_transpose1d``: weight (C_in, C_out/groups, kW)."""
-    return _convnd("conv_transpose1d", 1, input, weight, bias, stride, padding, dilation, True, output_padding,
-                   groups)
+    return _conv_transpose("conv_transpose1d", 1, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation)
 
 
 def conv_transpose2d(input: NBXTensor, weight: NBXTensor, bias: NBXTensor | None = None, stride: object = 1,
                      padding: object = 0, output_padding: object = 0, groups: int = 1,
                      dilation: object = 1) -> NBXTensor:
     """``aten::conv_transpose2d.input``: weight (C_in, C_out/groups, kH, kW)."""
-    return _convnd("conv_transpose2d", 2, input, weight, bias, stride, padding, dilation, True, output_padding,
-                   groups)
+    return _conv_transpose("conv_transpose2d", 2, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation)
+
+
+def conv_transpose3d(input: NBXTensor, weight: NBXTensor, bias: NBXTensor | None = None, stride: object = 1,
+                     padding: object = 0, output_padding: object = 0, groups: int = 1,
+                     dilation: object = 1) -> NBXTensor:
+    """``aten::conv_transpose3d.input``: weight (C_in, C_out/groups, kD, kH, kW)."""
+    return _conv_transpose("conv_transpose3d", 3, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation)
 
 
 def _conv_depthwise2d(self: NBXTensor, weight: NBXTensor, kernel_size: list[int], bias: NBXTensor | None,

@@ -8,8 +8,8 @@ from nbx_core import hookimpl
 
 _MODULES: dict[str, list[str]] = {
     "nbx_conv.convolution": [
-        "aten::convolution", "aten::conv1d", "aten::conv2d", "aten::conv_transpose1d", "aten::conv_transpose2d",
-        "aten::_conv_depthwise2d",
+        "aten::convolution", "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::conv_transpose1d",
+        "aten::conv_transpose2d", "aten::conv_transpose3d", "aten::_conv_depthwise2d",
     ],
     "nbx_conv.im2col": ["aten::im2col", "aten::col2im", "aten::unfold_backward"],
     "nbx_conv.pooling": [
