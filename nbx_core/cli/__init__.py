@@ -12,6 +12,7 @@ to take the plugin flags) whose defaults set ``func``, a handler ``(args) -> int
 the parser itself (whose usage an unknown flag prints). Before any handler runs, ``main`` installs
 the plugin selection of the flags for :func:`nbx_core.registry.get_registry`. That module is
 imported only when the command is ``run``, so auditing never imports the graph runner or kernels.
+``nbx tune`` belongs to :mod:`nbx_core.cli.tune`, which imports kernels only when it runs.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from ..registry import (
 )
 from ..version import __version__
 from .options import UsageError, format_table, registry_options
+from .tune import add_tune_parser
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 JSON_SCHEMA = 1
@@ -334,6 +336,7 @@ def build_parser(with_run: bool = False) -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_registry_parser(subparsers)
     _add_run_parser(subparsers, with_run)
+    add_tune_parser(subparsers)
     return parser
 
 
