@@ -1,14 +1,15 @@
-"""Tile sweeps on one GPU: which launch configuration each row kernel should ship with.
+"""Tile sweeps on one GPU: each tunable kernel's candidate configurations against torch.
 
-    python -m benchmarks.sweep --out DIR [--only norm,reduction,pointwise,attention,...]
+    python -m benchmarks.sweep --out DIR [--only linalg,norm,...] [--write-tables] [--margin 0.02]
 
-Each candidate replaces a tile choice for the run, then is timed against torch like any benchmark:
-norm, rows per program and warps; pointwise, bytes per thread and warps; attention, the flash
-kernel's (BLOCK_M, BLOCK_N, warps, stages) and, for decoding, the program count below which keys
-are split; attention-fold, the flash kernel with its scale folded into the softmax and not. Any
-other name runs ``sweep(h)`` of the family's benchmark module (``benchmarks/bench_<name>.py``),
-where a family keeps its own candidates.
-Results go to ``DIR/sweep.json``; the winners are what the plugins' defaults are set from.
+A family with a tuning module (``nbx_<family>.tuning``, what ``nbx tune`` runs) is swept through it:
+every case of its default shapes, the shipped configuration first (marked ``shipped``), then each
+candidate, all passed to the launcher as ``config=``, each timed against the case's torch
+reference. Results go to ``DIR/sweep.json``. With ``--write-tables``, a case whose fastest
+candidate beats the shipped configuration by more than ``--margin`` (a fraction of its time) gets
+that candidate as its entry in the plugin's table for this GPU's architecture, with ``DIR/sweep.json``
+as its source: commit the table together with that file (under ``benchmarks/results/sweeps/``).
+Families not yet moved onto tuning modules run their own sweeps below.
 """
 
 from __future__ import annotations
@@ -16,13 +17,78 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import operator
 import sys
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
 HERE = Path(__file__).parent
+
+
+def _describe(config: dict[str, int]) -> str:
+    return " ".join(f"{k}={v}" for k, v in config.items())
+
+
+def _reference(case: Any) -> Any:
+    """The torch call a case is timed against: its tensors read through DLPack."""
+    name, args = case.reference
+    fn = operator.attrgetter(name)(torch)
+    args = [torch.from_dlpack(a) if hasattr(a, "__dlpack__") else a for a in args]
+    return lambda: fn(*args)
+
+
+def sweep_tunables(h, family: str) -> list[tuple[Any, Any, dict[str, int], float, float]]:
+    """Time every case of ``family``'s sweeps; returns (tunable, case, fastest configuration, its ms,
+    the shipped configuration's ms) per case."""
+    from nbx_core.cli.tune import sweeps_of
+
+    won = []
+    for sweep in sweeps_of(family):
+        tunable = sweep.tunable
+        for shape in sweep.shapes:
+            for case in sweep.cases(tuple(shape), sweep.dtype):
+                shipped = tunable.lookup(*case.args)
+                ref = _reference(case)
+                times = {}
+                for config in [shipped] + [c for c in case.candidates if c != shipped]:
+                    tag = "shipped" if config is shipped else _describe(config)
+                    res = h.compare(f"{tunable.name} {case.label} {tag}", nbx=lambda c=config: case.run(c),  # noqa: B023
+                                    torch=ref, shape=tuple(shape), dtype=sweep.dtype)
+                    if res is not None:
+                        times[_describe(config)] = (config, res["nbx_ms"])
+                if times:
+                    config, ms = min(times.values(), key=lambda t: t[1])
+                    base = times.get(_describe(shipped), (shipped, float("inf")))[1]
+                    won.append((tunable, case, config, ms, base))
+    return won
+
+
+def write_tables(won: list, results: Path, margin: float) -> list[Path]:
+    """Enter each case's fastest configuration, where it beats the shipped one by more than
+    ``margin``, into its plugin's table for this GPU's architecture, sourced to ``results``."""
+    from nbx_core.runtime import tuning
+
+    target = tuning.arch()
+    source = str(results.resolve().relative_to(HERE.parent.resolve())) if results.resolve().is_relative_to(
+        HERE.parent.resolve()) else str(results)
+    written = {}
+    for tunable, case, config, ms, base in won:
+        if ms >= base * (1 - margin):
+            continue
+        found = [p for p in sorted(tunable.tables.glob("*.json")) if json.loads(p.read_text()).get("arch") == target]
+        path = found[0] if found else tunable.tables / f"{target}.json"
+        data = written.get(path) or (json.loads(path.read_text()) if path.exists() else
+                                     {"about": f"Tuned launch configurations for {target}.", "arch": target,
+                                      "kernels": {}})
+        shapes = data["kernels"].setdefault(tunable.name, {}).setdefault("shapes", {})
+        shapes[tunable.key(*case.args).text()] = {"config": config, "source": source}
+        written[path] = data
+    for path, data in written.items():
+        path.write_text(tuning.table_text(data))
+    return list(written)
 
 
 def sweep_norm(h) -> None:
@@ -164,20 +230,32 @@ def sweep_attention_order(h) -> None:
 def main(argv: list[str] | None = None) -> int:
     from benchmarks.harness import Harness
 
-    p = argparse.ArgumentParser(description=__doc__)
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--only", default="norm,reduction,pointwise,attention")
+    p.add_argument("--only", default="linalg,norm,core,attention,conv,reduction,index,spectral")
+    p.add_argument("--write-tables", action="store_true", help="enter the winners in the plugins' tables")
+    p.add_argument("--margin", type=float, default=0.02, help="how much faster a winner must be (default 0.02)")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     h = Harness(reps=30)
+    won = []
     for name in args.only.split(","):
         print(f"== sweep {name}", flush=True)
         builtin = {"norm": sweep_norm, "pointwise": sweep_pointwise,
                    "attention": sweep_attention, "attention-fold": sweep_attention_fold,
                    "attention-order": sweep_attention_order}
-        builtin[name](h) if name in builtin else importlib.import_module(f"benchmarks.bench_{name}").sweep(h)
-    (args.out / "sweep.json").write_text(json.dumps({"gpu": torch.cuda.get_device_name(), "results": h.results,
-                                                     "errors": h.errors}, indent=1) + "\n")
+        if name in builtin:
+            builtin[name](h)
+        elif name in ("conv", "index", "reduction", "spectral"):
+            importlib.import_module(f"benchmarks.bench_{name}").sweep(h)
+        else:
+            won += sweep_tunables(h, name)
+    results = args.out / "sweep.json"
+    results.write_text(json.dumps({"gpu": torch.cuda.get_device_name(), "results": h.results,
+                                   "errors": h.errors}, indent=1) + "\n")
+    if args.write_tables:
+        for path in write_tables(won, results, args.margin):
+            print(f"wrote {path}", flush=True)
     return 0
 
 

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+import numpy as np
+
 from ..errors import BackendError, NbxValueError
+from ..tensor import NBXTensor
 from .tuning import Config, Tunable, arch
 
 Shape = tuple[int, ...]
@@ -27,14 +30,15 @@ Shape = tuple[int, ...]
 @dataclass
 class Case:
     """One launch to tune: ``run(config)`` launches it once with ``config`` (None: what the lookup
-    gives), ``args`` are the tunable's lookup arguments for it, ``inputs`` the tensors it reads (for
-    a benchmark's reference)."""
+    gives), ``args`` are the tunable's lookup arguments for it. ``reference`` names what a
+    benchmark times it against: a torch function's path under ``torch`` and its arguments, the
+    case's tensors among them (``("nn.functional.layer_norm", (x, [n], w, b))``)."""
 
     label: str
     args: tuple
     run: Callable[[Config | None], Any]
     candidates: list[Config]
-    inputs: dict[str, Any] = field(default_factory=dict)
+    reference: tuple[str, tuple] | None = None
 
 
 @dataclass
@@ -57,6 +61,15 @@ class Timing:
     config: Config
     seconds: float | None = None
     error: str | None = None
+
+
+def randn(shape: Shape, dtype: str, rng: np.random.Generator) -> NBXTensor:
+    """A tensor of random normal values of ``dtype`` on the backend's device (a case's input)."""
+    from .. import dtypes
+    from ..backend import default_device
+    from ..tensor import tensor
+
+    return tensor(rng.standard_normal(shape, dtype=np.float32), dtype=dtypes.as_dtype(dtype), device=default_device())
 
 
 def wall_clock(fn: Callable[[], Any], reps: int) -> float:

@@ -340,6 +340,29 @@ def write_json(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
+def table_text(data: Mapping[str, Any]) -> str:
+    """A table file's text: its fields, then each kernel's entries one to a line (readable diffs)."""
+    lines = ["{"]
+    for name, value in data.items():
+        if name != "kernels":
+            lines.append(f" {json.dumps(name)}: {json.dumps(value)},")
+    lines.append(' "kernels": {')
+    kernels = list(data.get("kernels", {}).items())
+    for i, (kernel, parts) in enumerate(kernels):
+        lines.append(f"  {json.dumps(kernel)}: {{")
+        sections = [(k, v) for k, v in parts.items() if k in ("shapes", "rules")]
+        for j, (section, entries) in enumerate(sections):
+            items = list(entries.items()) if section == "shapes" else list(enumerate(entries))
+            lines.append(f"   {json.dumps(section)}: " + ("{" if section == "shapes" else "["))
+            for k, (key, entry) in enumerate(items):
+                head = f"{json.dumps(key)}: " if section == "shapes" else ""
+                lines.append(f"    {head}{json.dumps(entry)}" + ("," if k < len(items) - 1 else ""))
+            lines.append("   " + ("}" if section == "shapes" else "]") + ("," if j < len(sections) - 1 else ""))
+        lines.append("  }" + ("," if i < len(kernels) - 1 else ""))
+    lines += [" }", "}"]
+    return "\n".join(lines) + "\n"
+
+
 def frozen(config: Mapping[str, int] | None) -> tuple | None:
     """A hashable form of a ``config=`` argument, for the plan caches that key on it."""
     return None if config is None else tuple(sorted(config.items()))
