@@ -91,39 +91,6 @@ def write_tables(won: list, results: Path, margin: float) -> list[Path]:
     return list(written)
 
 
-def sweep_norm(h) -> None:
-    from nbx_norm import layer_norm as ln
-
-    from nbx_core.runtime.launch import next_pow2
-
-    base_tile, base_warps = ln._TILE, ln._num_warps
-    for m, n in [(8192, 4096), (4096, 32768), (16384, 768)]:
-        xs = [h.randn((m, n)) for _ in range(2)]
-        X = [h.nbx(x) for x in xs]
-        w, b = h.randn((n,)), h.randn((n,))
-        W, B = h.nbx(w), h.nbx(b)
-        io = 2 * m * n * 2
-        rows_opts = [1] if n >= 32768 else [1, 2, 4] if n >= 4096 else [4, 8, 16]
-        warp_opts = [8, 16, 32] if n >= 32768 else [2, 4, 8, 16]
-        for rows in rows_opts:
-            for warps in warp_opts:
-                ln._TILE = rows * next_pow2(n)
-                ln._num_warps = lambda block, w=warps: w
-                ln._plans._plans.clear()
-                tag = f"rows={rows} warps={warps}"
-                # Each compare runs at once, inside this iteration: the lambdas see this n, w, b.
-                h.compare(f"layer_norm {tag}", nbx=[lambda x=x: ln.layer_norm(x, [n], W, B) for x in X],  # noqa: B023
-                          torch=[lambda x=x: F.layer_norm(x, (n,), w, b) for x in xs], shape=(m, n),  # noqa: B023
-                          dtype="bfloat16", bytes=io)
-                h.compare(f"rms_norm {tag}",
-                          nbx=[lambda x=x: ln.row_norm("rms_norm", x, [n], W, None, 1e-6,  # noqa: B023
-                                                       True, False)[0] for x in X],
-                          torch=[lambda x=x: F.rms_norm(x, (n,), w, 1e-6) for x in xs], shape=(m, n),  # noqa: B023
-                          dtype="bfloat16", bytes=io)
-    ln._TILE, ln._num_warps = base_tile, base_warps
-    ln._plans._plans.clear()
-
-
 def _pointwise_dtype(h, ops: dict, dtype: str) -> None:
     """The issue's 2^28-element ops in one dtype at each (bytes per thread, warps) candidate."""
     import nbx_core.runtime.pointwise as P
@@ -241,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     won = []
     for name in args.only.split(","):
         print(f"== sweep {name}", flush=True)
-        builtin = {"norm": sweep_norm, "pointwise": sweep_pointwise,
+        builtin = {"pointwise": sweep_pointwise,
                    "attention": sweep_attention, "attention-fold": sweep_attention_fold,
                    "attention-order": sweep_attention_order}
         if name in builtin:
