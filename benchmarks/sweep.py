@@ -5,10 +5,12 @@
 A family with a tuning module (``nbx_<family>.tuning``, what ``nbx tune`` runs) is swept through it:
 every case of its default shapes, the shipped configuration first (marked ``shipped``), then each
 candidate, all passed to the launcher as ``config=``, each timed against the case's torch
-reference. Results go to ``DIR/sweep.json``. With ``--write-tables``, a case whose fastest
-candidate beats the shipped configuration by more than ``--margin`` (a fraction of its time) gets
-that candidate as its entry in the plugin's table for this GPU's architecture, with ``DIR/sweep.json``
-as its source: commit the table together with that file (under ``benchmarks/results/sweeps/``).
+reference. Results go to ``DIR/sweep.json``. Cases that share a lookup key (layer and RMS norm of
+one row length) choose together: the configuration fastest in total. With ``--write-tables``, a
+key whose choice beats the shipped configuration by more than ``--margin`` (a fraction of its
+time) gets it as its entry in the plugin's table for this GPU's architecture, with
+``DIR/sweep.json`` as its source: commit the table together with that file (under
+``benchmarks/results/sweeps/``).
 Families not yet moved onto tuning modules run their own sweeps below.
 """
 
@@ -40,43 +42,44 @@ def _reference(case: Any) -> Any:
     return lambda: fn(*args)
 
 
-def sweep_tunables(h, family: str) -> list[tuple[Any, Any, dict[str, int], float, float]]:
-    """Time every case of ``family``'s sweeps; returns (tunable, case, fastest configuration, its ms,
-    the shipped configuration's ms) per case."""
+def sweep_tunables(h, family: str) -> list[tuple[Any, Any, float]]:
+    """Time every case of ``family``'s sweeps, the shipped configuration first; returns (tunable,
+    choice, the shipped configuration's total ms) per lookup key (:func:`nbx_core.runtime.tuner.choose`)."""
     from nbx_core.cli.tune import sweeps_of
+    from nbx_core.runtime.tuner import Timing, choose
+    from nbx_core.runtime.tuning import frozen
 
-    won = []
+    chosen = []
     for sweep in sweeps_of(family):
-        tunable = sweep.tunable
+        tunable, timed, shipped_of = sweep.tunable, [], {}
         for shape in sweep.shapes:
-            for case in sweep.cases(tuple(shape), sweep.dtype):
-                shipped = tunable.lookup(*case.args)
-                ref = _reference(case)
-                times = {}
-                for config in [shipped] + [c for c in case.candidates if c != shipped]:
-                    tag = "shipped" if config is shipped else _describe(config)
-                    res = h.compare(f"{tunable.name} {case.label} {tag}", nbx=lambda c=config: case.run(c),  # noqa: B023
-                                    torch=ref, shape=tuple(shape), dtype=sweep.dtype)
-                    if res is not None:
-                        times[_describe(config)] = (config, res["nbx_ms"])
-                if times:
-                    config, ms = min(times.values(), key=lambda t: t[1])
-                    base = times.get(_describe(shipped), (shipped, float("inf")))[1]
-                    won.append((tunable, case, config, ms, base))
-    return won
+            for dtype in sweep.dtypes:
+                for case in sweep.cases(tuple(shape), dtype):
+                    shipped = tunable.lookup(*case.args)
+                    shipped_of[tunable.key(*case.args).text()] = frozen(shipped)
+                    ref, timings = _reference(case), []
+                    for config in [shipped] + [c for c in case.candidates if c != shipped]:
+                        tag = "shipped" if config is shipped else _describe(config)
+                        res = h.compare(f"{tunable.name} {case.label} {tag}", nbx=lambda c=config: case.run(c),  # noqa: B023
+                                        torch=ref, shape=tuple(shape), dtype=dtype)
+                        timings.append(Timing(config, res["nbx_ms"] / 1e3) if res else Timing(config, error="failed"))
+                    timed.append((case, timings))
+        for choice in choose(tunable, timed):
+            chosen.append((tunable, choice, choice.totals.get(shipped_of[choice.key.text()], float("inf")) * 1e3))
+    return chosen
 
 
-def write_tables(won: list, results: Path, margin: float) -> list[Path]:
-    """Enter each case's fastest configuration, where it beats the shipped one by more than
-    ``margin``, into its plugin's table for this GPU's architecture, sourced to ``results``."""
+def write_tables(chosen: list[tuple[Any, Any, float]], results: Path, margin: float) -> list[Path]:
+    """Enter each key's chosen configuration, where it beats the shipped one by more than ``margin``
+    (a fraction of the shipped time), into its plugin's table for this GPU's architecture, with
+    ``results`` (the sweep's results file) as its source."""
     from nbx_core.runtime import tuning
 
-    target = tuning.arch()
-    source = str(results.resolve().relative_to(HERE.parent.resolve())) if results.resolve().is_relative_to(
-        HERE.parent.resolve()) else str(results)
-    written = {}
-    for tunable, case, config, ms, base in won:
-        if ms >= base * (1 - margin):
+    target, root = tuning.arch(), HERE.parent.resolve()
+    source = str(results.resolve().relative_to(root)) if results.resolve().is_relative_to(root) else str(results)
+    written: dict[Path, dict] = {}
+    for tunable, choice, shipped_ms in chosen:
+        if choice.seconds * 1e3 >= shipped_ms * (1 - margin):
             continue
         found = [p for p in sorted(tunable.tables.glob("*.json")) if json.loads(p.read_text()).get("arch") == target]
         path = found[0] if found else tunable.tables / f"{target}.json"
@@ -84,48 +87,11 @@ def write_tables(won: list, results: Path, margin: float) -> list[Path]:
                                      {"about": f"Tuned launch configurations for {target}.", "arch": target,
                                       "kernels": {}})
         shapes = data["kernels"].setdefault(tunable.name, {}).setdefault("shapes", {})
-        shapes[tunable.key(*case.args).text()] = {"config": config, "source": source}
+        shapes[choice.key.text()] = {"config": choice.config, "source": source}
         written[path] = data
     for path, data in written.items():
         path.write_text(tuning.table_text(data))
     return list(written)
-
-
-def _pointwise_dtype(h, ops: dict, dtype: str) -> None:
-    """The issue's 2^28-element ops in one dtype at each (bytes per thread, warps) candidate."""
-    import nbx_core.runtime.pointwise as P
-
-    n = 1 << 28
-    a, b, c = h.randn((n,), dtype), h.randn((n,), dtype), h.randn((n,), "bool")
-    A, B, C = h.nbx(a), h.nbx(b), h.nbx(c)
-    size = a.element_size()
-    cases = [("add", lambda: ops["add"](A, B), lambda: torch.add(a, b), 3 * n * size),
-             ("mul", lambda: ops["mul"](A, B), lambda: torch.mul(a, b), 3 * n * size),
-             ("where", lambda: ops["where"](C, A, B), lambda: torch.where(c, a, b), 3 * n * size + n),
-             ("gelu", lambda: ops["gelu"](A), lambda: F.gelu(a), 2 * n * size),
-             ("silu", lambda: ops["silu"](A), lambda: F.silu(a), 2 * n * size),
-             ("sigmoid", lambda: ops["sigmoid"](A), lambda: torch.sigmoid(a), 2 * n * size)]
-    for nbytes, warps in [(4, 4), (8, 4), (8, 8), (16, 2), (16, 4), (16, 8), (32, 4), (64, 2)]:
-        P.GPU_THREAD_BYTES, P.GPU_WARPS = nbytes, warps
-        P._plans._plans.clear()
-        for name, nbx, ref, io in cases:
-            h.compare(f"{name} thread_bytes={nbytes} warps={warps}", nbx=nbx, torch=ref, shape=(n,), dtype=dtype,
-                      bytes=io)
-
-
-def sweep_pointwise(h) -> None:
-    import nbx_core.runtime.pointwise as P
-    from nbx_core.registry import get_registry
-
-    reg = get_registry()
-    ops = {name: reg.lookup(f"aten::{name}") for name in ("add", "mul", "where", "gelu", "silu", "sigmoid")}
-    base = P.GPU_THREAD_BYTES, P.GPU_WARPS
-    try:
-        for dtype in ("bfloat16", "float32"):
-            _pointwise_dtype(h, ops, dtype)
-    finally:
-        P.GPU_THREAD_BYTES, P.GPU_WARPS = base
-        P._plans._plans.clear()
 
 
 def sweep_attention(h) -> None:
@@ -205,23 +171,22 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     h = Harness(reps=30)
-    won = []
+    chosen = []
     for name in args.only.split(","):
         print(f"== sweep {name}", flush=True)
-        builtin = {"pointwise": sweep_pointwise,
-                   "attention": sweep_attention, "attention-fold": sweep_attention_fold,
+        builtin = {"attention": sweep_attention, "attention-fold": sweep_attention_fold,
                    "attention-order": sweep_attention_order}
         if name in builtin:
             builtin[name](h)
         elif name in ("conv", "index", "reduction", "spectral"):
             importlib.import_module(f"benchmarks.bench_{name}").sweep(h)
         else:
-            won += sweep_tunables(h, name)
+            chosen += sweep_tunables(h, name)
     results = args.out / "sweep.json"
     results.write_text(json.dumps({"gpu": torch.cuda.get_device_name(), "results": h.results,
                                    "errors": h.errors}, indent=1) + "\n")
     if args.write_tables:
-        for path in write_tables(won, results, args.margin):
+        for path in write_tables(chosen, results, args.margin):
             print(f"wrote {path}", flush=True)
     return 0
 

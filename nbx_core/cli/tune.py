@@ -1,7 +1,7 @@
 """``nbx tune --family NAME [--kernel K] [--shapes 8192x4096,...] [--dtype bfloat16] [--reps N]``.
 
-Times the candidate launch configurations of a plugin's tunable kernels on this GPU and keeps each
-shape's fastest in the user cache (``$NBX_CACHE_DIR/tuning/<family>.json``, default
+Times the candidate launch configurations of a plugin's tunable kernels on this GPU and keeps, for
+each lookup key, the fastest over the key's cases in the user cache (``$NBX_CACHE_DIR/tuning/<family>.json``, default
 ``~/.cache/nbx``), which every later lookup reads before the plugin's tables. The plugin's sweeps
 come from the ``tuning`` module beside its plugin module (``nbx_norm.tuning``). Needs the cuda
 backend.
@@ -64,10 +64,11 @@ def _tune(args: argparse.Namespace) -> int:
     shapes = parse_shapes(args.shapes) if args.shapes else None
     rows = []
     for sweep in sweeps:
-        for case, best in tune(sweep, shapes, args.dtype, args.reps):
-            config = ", ".join(f"{k}={v}" for k, v in best.config.items())
-            rows.append([sweep.tunable.name, case.label, f"{best.seconds * 1e3:.4f}", config])
-    print(format_table(["kernel", "case", "ms", "config"], rows))
+        for choice in tune(sweep, shapes, args.dtype, args.reps):
+            config = ", ".join(f"{k}={v}" for k, v in choice.config.items())
+            cases = "; ".join(c.label for c in choice.cases)
+            rows.append([sweep.tunable.name, choice.key.text(), f"{choice.seconds * 1e3:.4f}", config, cases])
+    print(format_table(["kernel", "key", "ms", "config", "cases"], rows))
     from ..runtime.tuning import cache_path
 
     print(f"written to {cache_path(args.family)}")

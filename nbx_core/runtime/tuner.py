@@ -5,9 +5,10 @@ A plugin that tunes keeps its sweeps in a ``tuning`` module next to its plugin m
 names a :class:`~nbx_core.runtime.tuning.Tunable`, the shapes it is tuned at by default, and how to
 build a :class:`Case` for a shape: inputs (random normal values: zeros would flatter the GPU's
 clocks), the lookup arguments of the launch and the candidates to try. :func:`measure` times every
-candidate of a case through the launcher's ``config=``; ``nbx tune`` keeps each case's fastest in
-the user cache (:func:`tune`), and ``benchmarks/sweep.py`` times the same cases against torch and
-writes the winners into the plugins' tables.
+candidate of a case through the launcher's ``config=``, and :func:`choose` picks, for each lookup
+key, the configuration fastest in total over the cases that share the key. ``nbx tune`` keeps
+those choices in the user cache (:func:`tune`); ``benchmarks/sweep.py`` times the same cases
+against torch and writes its choices into the plugins' tables.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 
 from ..errors import BackendError, NbxValueError
 from ..tensor import NBXTensor
-from .tuning import Config, Tunable, arch
+from .tuning import Config, Key, Tunable, arch, frozen
 
 Shape = tuple[int, ...]
 
@@ -44,13 +45,14 @@ class Case:
 @dataclass
 class Sweep:
     """How to tune ``tunable``: ``cases(shape, dtype)`` builds the cases of one shape (whose
-    meaning ``shape_doc`` gives, e.g. "rows x columns"); ``shapes`` are tuned when none are given."""
+    meaning ``shape_doc`` gives, e.g. "rows x columns"); ``shapes`` and ``dtypes`` are tuned when
+    none are given."""
 
     tunable: Tunable
     shapes: Sequence[Shape]
     cases: Callable[[Shape, str], list[Case]]
     shape_doc: str
-    dtype: str = "bfloat16"
+    dtypes: Sequence[str] = ("bfloat16",)
 
 
 @dataclass
@@ -99,10 +101,46 @@ def measure(case: Case, reps: int = 20,
     return out
 
 
-def fastest(timings: Sequence[Timing]) -> Timing | None:
-    """The fastest timing that ran, or None."""
-    ran = [t for t in timings if t.seconds is not None]
-    return min(ran, key=lambda t: t.seconds) if ran else None
+@dataclass
+class Choice:
+    """The configuration chosen for one key: the fastest in total over the cases that share the key
+    (layer norm and RMS norm rows of one length; add, gelu... of one itemsize), with every
+    configuration's total seconds (only those that ran in every case)."""
+
+    key: Key
+    cases: list[Case]
+    config: Config
+    seconds: float
+    totals: dict[tuple, float]
+
+
+def choose(tunable: Tunable, timed: Sequence[tuple[Case, Sequence[Timing]]]) -> list[Choice]:
+    """Group ``timed`` cases by their key and choose each key's configuration; a key none of whose
+    configurations ran in all its cases raises an NbxValueError with the first errors."""
+    groups: dict[str, list[tuple[Case, Sequence[Timing]]]] = {}
+    for case, timings in timed:
+        groups.setdefault(tunable.key(*case.args).text(), []).append((case, timings))
+    out = []
+    for text, group in groups.items():
+        totals: dict[tuple, float] = {}
+        counts: dict[tuple, int] = {}
+        configs: dict[tuple, Config] = {}
+        for _, timings in group:
+            for t in timings:
+                if t.seconds is not None:
+                    f = frozen(t.config)
+                    totals[f] = totals.get(f, 0.0) + t.seconds
+                    counts[f] = counts.get(f, 0) + 1
+                    configs[f] = t.config
+        totals = {f: v for f, v in totals.items() if counts[f] == len(group)}
+        if not totals:
+            errors = [t.error for _, timings in group for t in timings if t.error]
+            raise NbxValueError(f"tuning {tunable.name} {text}: no candidate ran in every case on this GPU: "
+                                + "; ".join(errors[:3]))
+        best = min(totals, key=totals.__getitem__)
+        out.append(Choice(tunable.key(*group[0][0].args), [c for c, _ in group], configs[best], totals[best],
+                          totals))
+    return out
 
 
 def require_gpu(what: str) -> None:
@@ -114,26 +152,18 @@ def require_gpu(what: str) -> None:
                            f"{backend.current()!r}; run it on the GPU you tune for")
 
 
-def tune(sweep: Sweep, shapes: Sequence[Shape] | None = None, dtype: str | None = None, reps: int = 20,
-         report: Callable[[Case, list[Timing], Timing], None] | None = None) -> list[tuple[Case, Timing]]:
-    """Time every candidate of ``sweep`` at ``shapes`` (default: the sweep's) and store each case's
-    fastest in the user cache; returns (case, fastest) pairs. Needs the cuda backend."""
+def tune(sweep: Sweep, shapes: Sequence[Shape] | None = None, dtype: str | None = None,
+         reps: int = 20) -> list[Choice]:
+    """Time every candidate of ``sweep`` at ``shapes`` (default: the sweep's) in ``dtype`` (default:
+    the sweep's dtypes) and store each key's choice in the user cache. Needs the cuda backend."""
     require_gpu(f"tuning {sweep.tunable.plugin}.{sweep.tunable.name}")
-    gpu = arch()
-    won = []
-    for shape in shapes or sweep.shapes:
-        for case in sweep.cases(tuple(shape), dtype or sweep.dtype):
-            timings = measure(case, reps)
-            best = fastest(timings)
-            if best is None:
-                raise NbxValueError(f"tuning {sweep.tunable.name} {case.label}: no candidate ran on this GPU: "
-                                    + "; ".join(t.error or "" for t in timings[:3]))
-            source = f"nbx tune on {gpu}, {date.today().isoformat()}: {best.seconds * 1e3:.4f} ms"
-            sweep.tunable.remember(sweep.tunable.key(*case.args), best.config, source)
-            if report:
-                report(case, timings, best)
-            won.append((case, best))
-    return won
+    timed = [(case, measure(case, reps)) for shape in shapes or sweep.shapes
+             for dt in ([dtype] if dtype else sweep.dtypes) for case in sweep.cases(tuple(shape), dt)]
+    chosen = choose(sweep.tunable, timed)
+    for c in chosen:
+        source = f"nbx tune on {arch()}, {date.today().isoformat()}: {c.seconds * 1e3:.4f} ms over {len(c.cases)} cases"
+        sweep.tunable.remember(c.key, c.config, source)
+    return chosen
 
 
 def parse_shapes(text: str) -> list[Shape]:

@@ -171,3 +171,23 @@ def test_parse_shapes():
     for bad in ("", "8192x", "0x4", "ax4"):
         with pytest.raises(NbxError, match="write positive sizes"):
             parse_shapes(bad)
+
+
+def test_choose_sums_the_cases_of_a_key(files):
+    # Cases of one key choose together; a configuration that failed in one of them is out.
+    from nbx_core.runtime.tuner import Timing, choose
+
+    toy = _toy(files)
+    a, b = {"BLOCK": 16, "num_warps": 4}, {"BLOCK": 32, "num_warps": 4}
+    bad = {"BLOCK": 64, "num_warps": 4}
+    cases = [Case(label, ("f16", m, "NN"), lambda c: None, []) for label, m in (("x", 200), ("y", 256), ("z", 40))]
+    timed = [(cases[0], [Timing(a, 1.0), Timing(b, 2.0), Timing(bad, 0.1)]),
+             (cases[1], [Timing(a, 3.0), Timing(b, 1.5), Timing(bad, error="too much shared memory")]),
+             (cases[2], [Timing(a, 1.0), Timing(b, 0.5)])]
+    first, second = choose(toy, timed)
+    assert (first.key.text(), first.config, first.seconds, [c.label for c in first.cases]) == ("f16:M256:NN", b, 3.5,
+                                                                                               ["x", "y"])
+    assert first.totals == {tuning.frozen(a): 4.0, tuning.frozen(b): 3.5}
+    assert (second.key.text(), second.config) == ("f16:M64:NN", b)
+    with pytest.raises(NbxError, match="no candidate ran in every case on this GPU: too much shared memory"):
+        choose(toy, [(cases[0], [Timing(bad, error="too much shared memory")])])
