@@ -18,12 +18,7 @@ SM90 = {"bool": (4096, 4), "bfloat16": (2048, 4), "float32": (1024, 4), "int64":
 INTERPRETER = {"bool": (1024, 1), "bfloat16": (1024, 1), "float32": (1024, 1), "int64": (1024, 1)}
 
 
-@pytest.fixture(autouse=True)
-def _no_user_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("NBX_CACHE_DIR", str(tmp_path))
-    tuning.reload()
-    yield
-    tuning.reload()
+pytestmark = pytest.mark.usefixtures("tuning_cache")
 
 
 def _plan(fn, *operands, config=None):

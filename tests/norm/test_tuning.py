@@ -22,12 +22,7 @@ INTERPRETER = {(3, 7): (16384, 1, (8, 4, False)), (8192, 4096): (16384, 1, (4096
                (5, 16384): (16384, 1, (16384, 1, False))}
 
 
-@pytest.fixture(autouse=True)
-def _no_user_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("NBX_CACHE_DIR", str(tmp_path))
-    tuning.reload()
-    yield
-    tuning.reload()
+pytestmark = pytest.mark.usefixtures("tuning_cache")
 
 
 @pytest.mark.parametrize(("target", "expected"), [("sm_90", SM90), (None, INTERPRETER)], ids=["sm_90", "interpreter"])
