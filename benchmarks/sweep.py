@@ -3,10 +3,11 @@
     python -m benchmarks.sweep --out DIR [--only linalg,norm,...] [--write-tables] [--margin 0.02]
 
 A family with a tuning module (``nbx_<family>.tuning``, what ``nbx tune`` runs) is swept through it:
-every case of its default shapes, the shipped configuration first (marked ``shipped``), then each
-candidate, all passed to the launcher as ``config=``, each timed against the case's torch
-reference. Results go to ``DIR/sweep.json``. Cases that share a lookup key (layer and RMS norm of
-one row length) choose together: the configuration fastest in total. With ``--write-tables``, a
+every case of its default shapes, the shipped configuration first (marked ``shipped``: the launch
+as users get it, through the lookup), then each candidate, passed to the launcher as ``config=``,
+each timed against the case's torch reference. Results go to ``DIR/sweep.json``. Cases that share
+a lookup key (layer and RMS norm of one row length) choose together: the configuration fastest in
+total. With ``--write-tables``, a
 key whose choice beats the shipped configuration by more than ``--margin`` (a fraction of its
 time) gets it as its entry in the plugin's table for this GPU's architecture, with
 ``DIR/sweep.json`` as its source: commit the table together with that file (under
@@ -25,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 HERE = Path(__file__).parent
 
@@ -60,7 +60,9 @@ def sweep_tunables(h, family: str) -> list[tuple[Any, Any, float]]:
                     ref, timings = _reference(case), []
                     for config in [shipped] + [c for c in case.candidates if c != shipped]:
                         tag = "shipped" if config is shipped else _describe(config)
-                        res = h.compare(f"{tunable.name} {case.label} {tag}", nbx=lambda c=config: case.run(c),  # noqa: B023
+                        # The shipped configuration runs as users run it: through the lookup.
+                        run = None if config is shipped else config
+                        res = h.compare(f"{tunable.name} {case.label} {tag}", nbx=lambda c=run: case.run(c),  # noqa: B023
                                         torch=ref, shape=tuple(shape), dtype=dtype)
                         timings.append(Timing(config, res["nbx_ms"] / 1e3) if res else Timing(config, error="failed"))
                     timed.append((case, timings))
@@ -94,72 +96,6 @@ def write_tables(chosen: list[tuple[Any, Any, float]], results: Path, margin: fl
     return list(written)
 
 
-def sweep_attention(h) -> None:
-    from nbx_attention import flash_attention as fa
-    from nbx_attention import sdpa
-
-    base = fa._config
-    cases = [(4, 32, 4096, 4096, 128, False), (4, 32, 4096, 4096, 128, True), (16, 12, 512, 512, 64, False)]
-    configs = {128: [(128, 64, 8, 3), (128, 128, 8, 3), (64, 64, 4, 3), (128, 128, 8, 4), (64, 128, 4, 3)],
-               64: [(128, 64, 4, 3), (64, 64, 4, 3), (128, 64, 8, 3), (64, 128, 4, 3)]}
-    for B, H, L, S, D, causal in cases:
-        q, k, v = h.randn((B, H, L, D)), h.randn((B, H, S, D)), h.randn((B, H, S, D))
-        Q, K, V = h.nbx(q), h.nbx(k), h.nbx(v)
-        flops = 4 * B * H * L * S * D // (2 if causal else 1)
-        for cfg in configs[D]:
-            fa._config = lambda *a, c=cfg: c
-            h.compare(f"sdpa causal={causal} bm,bn,warps,stages={cfg}",
-                      nbx=lambda: sdpa.scaled_dot_product_attention(Q, K, V, None, 0.0, causal),  # noqa: B023
-                      torch=lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),  # noqa: B023
-                      shape=(B, H, L, S, D), dtype="bfloat16", flops=flops)
-    fa._config = base
-    B, H, S, D = 16, 32, 4096, 128
-    q, k, v = h.randn((B, H, 1, D)), h.randn((B, H, S, D)), h.randn((B, H, S, D))
-    Q, K, V = h.nbx(q), h.nbx(k), h.nbx(v)
-    for cfg in [(16, 64, 4, 4), (16, 64, 4, 5), (16, 64, 4, 6), (16, 32, 4, 8), (16, 64, 8, 4)]:
-        fa._config = lambda *a, c=cfg: c
-        h.compare(f"sdpa decode bm,bn,warps,stages={cfg} programs/SM={fa.PROGRAMS_PER_SM}",
-                  nbx=lambda: sdpa.scaled_dot_product_attention(Q, K, V, None, 0.0, False),
-                  torch=lambda: F.scaled_dot_product_attention(q, k, v), shape=(B, H, 1, S, D),
-                  dtype="bfloat16", bytes=(B * H * D * 2 + 2 * B * H * S * D) * 2)
-    fa._config = base
-
-
-def _attention_ab(h, knob: str, cases: list[tuple[int, int, int, int, int, bool]]) -> None:
-    """The flash kernel at its shipped tiles with the choice function ``knob`` of flash_attention
-    answering True and then False, on (B, H, L, S, D, causal) ``cases``."""
-    from nbx_attention import flash_attention as fa
-    from nbx_attention import sdpa
-
-    base = getattr(fa, knob)
-    try:
-        for B, H, L, S, D, causal in cases:
-            q, k, v = h.randn((B, H, L, D)), h.randn((B, H, S, D)), h.randn((B, H, S, D))
-            Q, K, V = h.nbx(q), h.nbx(k), h.nbx(v)
-            cost = dict(flops=4 * B * H * L * S * D // (2 if causal else 1)) if L > 1 else \
-                dict(bytes=(B * H * L * D * 2 + 2 * B * H * S * D) * 2)
-            for on in (True, False):
-                setattr(fa, knob, lambda *a, f=on: f)
-                h.compare(f"sdpa causal={causal} {knob.strip('_')}={on}",
-                          nbx=lambda: sdpa.scaled_dot_product_attention(Q, K, V, None, 0.0, causal),  # noqa: B023
-                          torch=lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal),  # noqa: B023
-                          shape=(B, H, L, S, D), dtype="bfloat16", **cost)
-    finally:
-        setattr(fa, knob, base)
-
-
-def sweep_attention_fold(h) -> None:
-    """The flash kernel with its scale folded into the softmax and not."""
-    _attention_ab(h, "_fold_scale", [(4, 32, 4096, 4096, 128, False), (4, 32, 4096, 4096, 128, True),
-                                     (16, 12, 512, 512, 64, False), (1, 32, 16384, 16384, 128, True)])
-
-
-def sweep_attention_order(h) -> None:
-    """The causal flash kernel with each head's query tiles launched last row first and not."""
-    _attention_ab(h, "_heavy_first", [(4, 32, 4096, 4096, 128, True), (1, 32, 16384, 16384, 128, True),
-                                      (16, 12, 512, 512, 64, True)])
-
-
 def main(argv: list[str] | None = None) -> int:
     from benchmarks.harness import Harness
 
@@ -174,11 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     chosen = []
     for name in args.only.split(","):
         print(f"== sweep {name}", flush=True)
-        builtin = {"attention": sweep_attention, "attention-fold": sweep_attention_fold,
-                   "attention-order": sweep_attention_order}
-        if name in builtin:
-            builtin[name](h)
-        elif name in ("conv", "index", "reduction", "spectral"):
+        if name in ("conv", "index", "reduction", "spectral"):
             importlib.import_module(f"benchmarks.bench_{name}").sweep(h)
         else:
             chosen += sweep_tunables(h, name)
