@@ -7,11 +7,10 @@ every case of its default shapes, the shipped configuration first (marked ``ship
 as users get it, through the lookup), then each candidate, passed to the launcher as ``config=``,
 each timed against the case's torch reference. Results go to ``DIR/sweep.json``. Cases that share
 a lookup key (layer and RMS norm of one row length) choose together: the configuration fastest in
-total. With ``--write-tables``, a
-key whose choice beats the shipped configuration by more than ``--margin`` (a fraction of its
-time) gets it as its entry in the plugin's table for this GPU's architecture, with
-``DIR/sweep.json`` as its source: commit the table together with that file (under
-``benchmarks/results/sweeps/``).
+total. With ``--write-tables``, a key whose choice beats the shipped configuration by more than
+``--margin`` (a fraction of its time) gets it as its entry in the plugin's table for this GPU's
+architecture, with ``DIR/sweep.json`` as its source: commit the table together with that file
+(under ``benchmarks/results/sweeps/``).
 Families not yet moved onto tuning modules run their own sweeps below.
 """
 
@@ -110,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     chosen = []
     for name in args.only.split(","):
         print(f"== sweep {name}", flush=True)
-        if name in ("conv", "index", "reduction", "spectral"):
+        if name in ("index", "reduction", "spectral"):
             importlib.import_module(f"benchmarks.bench_{name}").sweep(h)
         else:
             chosen += sweep_tunables(h, name)
