@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     chosen = []
     for name in args.only.split(","):
         print(f"== sweep {name}", flush=True)
-        if name in ("index", "spectral"):
+        if name in ("spectral",):
             importlib.import_module(f"benchmarks.bench_{name}").sweep(h)
         else:
             chosen += sweep_tunables(h, name)
