@@ -11,13 +11,11 @@ total. With ``--write-tables``, a key whose choice beats the shipped configurati
 ``--margin`` (a fraction of its time) gets it as its entry in the plugin's table for this GPU's
 architecture, with ``DIR/sweep.json`` as its source: commit the table together with that file
 (under ``benchmarks/results/sweeps/``).
-Families not yet moved onto tuning modules run their own sweeps below.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import operator
 import sys
@@ -109,10 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     chosen = []
     for name in args.only.split(","):
         print(f"== sweep {name}", flush=True)
-        if name in ("spectral",):
-            importlib.import_module(f"benchmarks.bench_{name}").sweep(h)
-        else:
-            chosen += sweep_tunables(h, name)
+        chosen += sweep_tunables(h, name)
     results = args.out / "sweep.json"
     results.write_text(json.dumps({"gpu": torch.cuda.get_device_name(), "results": h.results,
                                    "errors": h.errors}, indent=1) + "\n")
