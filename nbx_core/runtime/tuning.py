@@ -158,6 +158,7 @@ class _Files:
 
 _files = _Files()
 _tunables: dict[tuple[str, str], Tunable] = {}
+_MEMO_LIMIT = 4096
 
 
 def _read(path: Path, what: str) -> dict[str, Any]:
@@ -253,6 +254,8 @@ class Tunable:
         found = self._memo.get(memo)
         if found is None:
             found = self.resolve(*args, target=arch(), skip=skip)[0]
+            if len(self._memo) >= _MEMO_LIMIT:  # a process that sees endless shapes stays bounded
+                self._memo.clear()
             self._memo[memo] = found
         return dict(found)
 

@@ -191,3 +191,12 @@ def test_choose_sums_the_cases_of_a_key(files):
     assert (second.key.text(), second.config) == ("f16:M64:NN", b)
     with pytest.raises(NbxError, match="no candidate ran in every case on this GPU: too much shared memory"):
         choose(toy, [(cases[0], [Timing(bad, error="too much shared memory")])])
+
+
+def test_lookup_memo_stays_bounded(files, monkeypatch):
+    # A process that sees endless shapes keeps a bounded memo of lookups.
+    toy = _toy(files)
+    monkeypatch.setattr(tuning, "_MEMO_LIMIT", 8)
+    for m in range(1, 40):
+        assert toy.lookup("f16", m, "NN") == toy.resolve("f16", m, "NN", target=tuning.arch())[0]
+        assert len(toy._memo) <= 8
