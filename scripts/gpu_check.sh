@@ -24,7 +24,7 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
         | tail -40 || rc=1
 fi
 if [ -n "${SWEEP:-}" ]; then
-    # candidate launch configurations (benchmarks/sweep.py), e.g. SWEEP=attention,pointwise
+    # candidate launch configurations (benchmarks/sweep.py), e.g. SWEEP=attention,core
     python3 -m benchmarks.sweep --out "$out" --only "$SWEEP" >"$out/sweep.log" 2>&1 || rc=1
 fi
 if [ -n "${MODELS:-}" ]; then

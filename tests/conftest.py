@@ -22,3 +22,15 @@ def _device_checks_read():
     from nbx_core.runtime import checks
 
     checks.verify()
+
+
+@pytest.fixture
+def tuning_cache(tmp_path, monkeypatch):
+    """An empty user tuning cache (``NBX_CACHE_DIR`` in ``tmp_path``), so that lookups read the
+    shipped tables and rules only; the cache directory is returned."""
+    from nbx_core.runtime import tuning
+
+    monkeypatch.setenv("NBX_CACHE_DIR", str(tmp_path))
+    tuning.reload()
+    yield tmp_path
+    tuning.reload()

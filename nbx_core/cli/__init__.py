@@ -14,6 +14,7 @@ the plugin selection of the flags for :func:`nbx_core.registry.get_registry`. Th
 imported only when the command is ``run``, so auditing never imports the graph runner or kernels.
 ``nbx compile`` (:mod:`nbx_core.cli.compile`) imports nothing heavy until it runs: its compile
 happens in a child process on the aot backend.
+``nbx tune`` belongs to :mod:`nbx_core.cli.tune`, which imports kernels only when it runs.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from ..registry import (
 from ..version import __version__
 from .compile import add_compile_parser, signature_text, size_text
 from .options import UsageError, format_table, registry_options
+from .tune import add_tune_parser
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 JSON_SCHEMA = 1
@@ -355,6 +357,7 @@ def build_parser(with_run: bool = False) -> argparse.ArgumentParser:
     _add_registry_parser(subparsers)
     _add_run_parser(subparsers, with_run)
     add_compile_parser(subparsers)
+    add_tune_parser(subparsers)
     return parser
 
 

@@ -19,7 +19,8 @@ number operand instead.
 """
 
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import triton
@@ -32,8 +33,9 @@ from ..tensor import NBXTensor, check_device, new_storage
 from ..tensor.args import operand
 from .kernels.copy import cast_to
 from .kernels.indexing import Strided, block_indices, needs_int64, offsets
-from .launch import BACKEND, block_size, cdiv, prepare
+from .launch import block_size, cdiv, prepare
 from .plans import PlanCache, geometry
+from .tuning import Key, Tunable, frozen
 
 MAX_OPERANDS = 4
 _TL = {
@@ -128,12 +130,13 @@ class _Plan:
 
 _plans: PlanCache[_Plan] = PlanCache()
 
-GPU_WARPS = 4
-GPU_THREAD_BYTES = 32
-"""On a GPU a program is GPU_WARPS warps, each thread moving GPU_THREAD_BYTES of the widest operand
-(16 bfloat16 or 8 float32: two 16-byte loads). Small programs of wide loads timed as fast as larger
-8-warp blocks for plain arithmetic and faster for the functions that compute more per element
-(``benchmarks/sweep.py``)."""
+POINTWISE = Tunable(
+    "core", "pointwise", {"THREAD_BYTES": "pow2", "num_warps": "pow2"},
+    key=lambda widest: Key({"itemsize": widest}), rule=lambda widest: {"THREAD_BYTES": 32, "num_warps": 4},
+    interpreter=lambda widest: {"THREAD_BYTES": 32, "num_warps": 1}, tables=Path(__file__).with_name("configs"))
+"""The generated kernel's launch, by the widest operand's itemsize: on a GPU a program is
+``num_warps`` warps, each thread moving ``THREAD_BYTES`` of the widest operand (32: 16 bfloat16 or
+8 float32, two 16-byte loads); the interpreter takes one block of the whole tensor (up to 2^16)."""
 
 
 def pointwise(
@@ -146,6 +149,7 @@ def pointwise(
     float_op: bool = False,
     sc: Sequence[int | float] = (),
     out: NBXTensor | None = None,
+    config: Mapping[str, int] | None = None,
 ) -> NBXTensor:
     """Apply the ``@triton.jit`` math ``fn`` elementwise over broadcast ``operands``.
 
@@ -156,11 +160,12 @@ def pointwise(
     pass bool). ``out`` writes in place into an existing tensor of the broadcast shape.
 
     Checks, promotion, broadcasting and dim coalescing depend only on the operands' metadata, so
-    their outcome is kept per geometry and a repeated call only allocates and launches.
+    their outcome is kept per geometry and a repeated call only allocates and launches. ``config``
+    replaces :data:`POINTWISE`'s lookup.
     """
     key = (op, fn, dtype, compute, out_dtype, float_op, tuple(map(geometry, operands)),
-           None if out is None else geometry(out))
-    plan = _plans.get(key, lambda: _make_plan(op, fn, operands, dtype, compute, out_dtype, float_op, out))
+           None if out is None else geometry(out), frozen(config))
+    plan = _plans.get(key, lambda: _make_plan(op, fn, operands, dtype, compute, out_dtype, float_op, out, config))
     if out is None:
         out = NBXTensor(new_storage(plan.nbytes, plan.device), plan.shape, plan.strides, 0, plan.result)
     if plan.n == 0:
@@ -181,7 +186,8 @@ def pointwise(
 
 
 def _make_plan(op: str, fn: Any, operands: tuple, dtype: D.DType | None, compute: D.DType | None,
-               out_dtype: D.DType | None, float_op: bool, out: NBXTensor | None) -> _Plan:
+               out_dtype: D.DType | None, float_op: bool, out: NBXTensor | None,
+               config: Mapping[str, int] | None) -> _Plan:
     if not 1 <= len(operands) <= MAX_OPERANDS:
         raise NbxValueError(f"{op}: pointwise takes 1 to {MAX_OPERANDS} operands, got {len(operands)}")
     tensors = [t for t in operands if isinstance(t, NBXTensor)]
@@ -237,14 +243,15 @@ def _make_plan(op: str, fn: Any, operands: tuple, dtype: D.DType | None, compute
     varying.append(len(args))
     args.append(())
     widest = max(result.itemsize, *(t.dtype.itemsize for t in tensors))
-    block = block_size(n, gpu=GPU_WARPS * 32 * max(GPU_THREAD_BYTES // widest, 1))
+    cfg = POINTWISE.choose(config, widest)
+    block = block_size(n, gpu=cfg["num_warps"] * 32 * max(cfg["THREAD_BYTES"] // widest, 1))
     # int64 offsets when any operand's reach (or the output's) can pass 2**31
     reach: list[Strided] = [_Reach(shape, out_strides), *tensors]
     run = prepare(
         _pointwise_kernel, (cdiv(n, block),), args, varying, FN=fn,
         ARITY=len(operands), KINDS=tuple(kinds), COMPUTE=tl_dtype(comp), NDIM=len(cshape),
         CONTIG=all(st == (1,) for st in cstrides), BLOCK=block, INT64=needs_int64(n, *reach),
-        EVEN=n % block == 0, num_warps=GPU_WARPS if BACKEND != "cpu" else 1,
+        EVEN=n % block == 0, num_warps=cfg["num_warps"],
     )
     return _Plan(shape, result, device, n, sources, run)
 

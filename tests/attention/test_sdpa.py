@@ -116,11 +116,10 @@ def test_mask_with_causal_combine(kind):
 def test_scale(E):
     # From head dim 128 (96 pads to it), positive scales ride in the softmax's fused multiply-add
     # (without an additive mask); zero and negative ones, and smaller heads, scale the scores first.
-    from nbx_attention.flash_attention import _fold_scale
+    from nbx_attention.flash_attention import FLASH
 
-    from nbx_core import dtypes as D
-
-    assert _fold_scale(D.float32, 1, 0.5, 128) and not _fold_scale(D.float32, 1, 0.5, 64)
+    assert FLASH.lookup("float32", 8, 8, 96, 96, False)["FOLD_SCALE"]
+    assert not FLASH.lookup("float32", 8, 8, 64, 64, False)["FOLD_SCALE"]
     q, k, v = qkv(E=E)
     keep = make((q.shape[-2], k.shape[-2]), seed=7) > 0
     for s in (0.05, 1.0, -0.7, 2, 0.0):
@@ -245,9 +244,10 @@ def test_query_tile_orders(order, monkeypatch):
     # row order otherwise; either order, forced, gives the same results.
     import nbx_attention.flash_attention as fa
 
-    seen, launch = [], fa.launch
+    seen, launch, lookup = [], fa.launch, fa.FLASH.lookup
     if order != "default":
-        monkeypatch.setattr(fa, "_heavy_first", lambda causal: order == "heavy first")
+        monkeypatch.setattr(fa.FLASH, "lookup", lambda *a, **kw: {**lookup(*a, **kw),
+                                                                  "HEAVY_FIRST": int(order == "heavy first")})
     monkeypatch.setattr(fa, "launch", lambda kernel, grid, *a, **kw: seen.append((grid[0], kw.get("HEAVY_FIRST")))
                         or launch(kernel, grid, *a, **kw))
     q, k, v = qkv(h=2, L=150, S=140)

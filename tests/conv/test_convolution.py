@@ -185,7 +185,8 @@ def _small_tiles(monkeypatch, parts: int = 1):
     if not numeric():
         pytest.skip("forced tiles are checked for their numbers; aot compiles the shipped tiles")
 
-    monkeypatch.setattr(convolution, "_config", lambda *a: (16, 16, 16, 4, 2, 2, parts))
+    monkeypatch.setattr(convolution.CONV, "lookup", lambda *a, **kw: {
+        "BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "num_warps": 4, "num_stages": 2, "GROUP_M": 2, "PARTS": parts})
 
 
 def _weight_layouts(w):
@@ -273,10 +274,11 @@ def test_conv2d_gpu_tiles_of_64_channel_layers(dtype, monkeypatch):
     # small layer: numbers on the cpu backend, compiled by aot.
     from nbx_conv import convolution
 
-    base = convolution._config
+    rule = convolution.CONV.rule
     monkeypatch.setattr(convolution, "BACKEND", "cuda")
-    monkeypatch.setattr(convolution, "_config", lambda m, *a: base(max(m, 65536), *a))
-    assert base(65536, 64, 1, 64, 9, False)[:5] == (128, 64, 64, 4, 3)
+    monkeypatch.setattr(convolution.CONV, "lookup", lambda dtype, m, *a, **kw: rule(dtype, max(m, 65536), *a))
+    assert rule(dtype, 65536, 64, 1, 64, 9, False) == {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 64, "num_warps": 4,
+                                                       "num_stages": 3, "GROUP_M": 8, "PARTS": 1}
     x = make((2, 64, 9, 13), dtype).to(memory_format=torch.channels_last)  # 234 pixels: a ragged tile
     w, b = make((64, 64, 3, 3), dtype, seed=1), make((64,), dtype, seed=2)
     check_op("aten::conv2d", x, w, b, [1, 1], [1, 1], torch_fn=_ref_wide(dtype, torch.ops.aten.conv2d.default),
@@ -289,7 +291,7 @@ def test_conv_int64_offsets(monkeypatch):
     from nbx_conv import convolution
 
     monkeypatch.setattr(convolution, "needs_int64", lambda *a: True)
-    base = convolution._config
+    lookup = convolution.CONV.lookup
     ref, tol = _ref_wide("float32", torch.ops.aten.conv2d.default), _tol("float32")
     x = make((2, 16, 6, 7)).to(memory_format=torch.channels_last)
     check_op("aten::conv2d", x, make((8, 16, 3, 3), seed=1), make((8,), seed=2), [1, 1], [1, 1], torch_fn=ref, **tol)
@@ -299,7 +301,7 @@ def test_conv_int64_offsets(monkeypatch):
              **tol)
     check_op("aten::conv_transpose2d.input", make((2, 16, 4, 3)), make((16, 8, 3, 3), seed=6), None, [2, 1], [1, 1],
              [1, 0], 1, [1, 1], torch_fn=_ref_wide("float32", torch.ops.aten.conv_transpose2d.input), **tol)
-    monkeypatch.setattr(convolution, "_config", lambda *a: (*base(*a)[:6], 3))
+    monkeypatch.setattr(convolution.CONV, "lookup", lambda *a, **kw: {**lookup(*a, **kw), "PARTS": 3})
     check_op("aten::conv2d", x, make((8, 16, 3, 3), seed=1), make((8,), seed=2), [1, 1], [1, 1], torch_fn=ref, **tol)
 
 
@@ -308,9 +310,9 @@ def test_conv_split_reduction(dtype, monkeypatch):
     # Reductions split into parts (as for 7x7 maps on the GPU), summed by a second kernel, bias there.
     from nbx_conv import convolution
 
-    base = convolution._config
+    lookup = convolution.CONV.lookup
     parts = {"n": 3}
-    monkeypatch.setattr(convolution, "_config", lambda *a: (*base(*a)[:6], parts["n"]))
+    monkeypatch.setattr(convolution.CONV, "lookup", lambda *a, **kw: {**lookup(*a, **kw), "PARTS": parts["n"]})
     ref = _ref_wide(dtype, torch.ops.aten.conv2d.default)
     tol = _tol(dtype)
     x = make((2, 32, 5, 4), dtype)
@@ -336,7 +338,8 @@ def test_float64_takes_small_tiles(parts, monkeypatch):
 
     if not numeric():
         pytest.skip("forced tiles are checked for their numbers; aot compiles the GPU's float64 tiles")
-    monkeypatch.setattr(convolution, "_config", lambda *a: (32, 32, 8, 4, 2, 2, parts))
+    monkeypatch.setattr(convolution.CONV, "lookup", lambda *a, **kw: {
+        "BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 8, "num_warps": 4, "num_stages": 2, "GROUP_M": 2, "PARTS": parts})
     x = make((2, 20, 9, 8), "float64")
     check_op("aten::conv2d", make((2, 3, 12, 11), "float64"), make((40, 3, 7, 7), "float64", seed=1),
              make((40,), "float64", seed=2), [2, 2], [3, 3])
@@ -473,8 +476,8 @@ def test_conv3d_split_reduction(monkeypatch):
     # the (contiguous or channels-last) output.
     from nbx_conv import convolution
 
-    base = convolution._config
-    monkeypatch.setattr(convolution, "_config", lambda *a: (*base(*a)[:6], 3))
+    lookup = convolution.CONV.lookup
+    monkeypatch.setattr(convolution.CONV, "lookup", lambda *a, **kw: {**lookup(*a, **kw), "PARTS": 3})
     dtype = "bfloat16"
     tol = _tol(dtype)
     x, b = make((2, 32, 3, 4, 3), dtype), make((24,), dtype, seed=2)

@@ -136,7 +136,7 @@ def test_adaptive_avg_pool_global_channels_last(dtype, tiles, monkeypatch):
 
         if not numeric():
             pytest.skip("forced tiles are checked for their numbers; aot compiles the shipped tiles")
-        monkeypatch.setattr(pooling, "_global_config", lambda hw, c: (4, 8, 4))
+        monkeypatch.setattr(pooling.GLOBAL_AVG, "lookup", lambda *a, **kw: {"BLOCK_R": 4, "BLOCK_C": 8, "num_warps": 4})
     ref = _ref_float(torch.ops.aten.adaptive_avg_pool2d.default)
     x = make((2, 20, 7, 6), dtype).to(memory_format=torch.channels_last)
     check_op("aten::adaptive_avg_pool2d", x, [1, 1], torch_fn=ref, check_stride=True)

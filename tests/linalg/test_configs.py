@@ -1,35 +1,87 @@
-"""nbx-linalg's GEMM configuration table: lookup, the user cache, the shipped table, tune()."""
+"""nbx-linalg's GEMM tiles (nbx_linalg.configs.GEMM): the tiles chosen before, the user cache, the shipped table."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 from nbx_core.errors import NbxError
+from nbx_core.testing import numeric
 
 
-def test_config_table_lookup_and_cache(tmp_path, monkeypatch):
+def _tiles(bm, bn, bk, group, warps, stages, **more):
+    return {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group, "num_warps": warps, "num_stages": stages,
+            **more}
+
+
+# (dtype, M, N, K, layout, without the warp-specialized kernel) -> the tiles chosen before the
+# table moved onto nbx_core.runtime.tuning: one case per shipped entry kind and per rule.
+SM90 = {
+    ("bfloat16", 4096, 4096, 4096, "NN", False): _tiles(128, 256, 64, 8, 8, 3, TMA=1),
+    ("bfloat16", 5000, 5000, 5000, "NT", False): _tiles(128, 256, 64, 8, 8, 3, TMA=1),
+    ("float16", 16, 4096, 4096, "NN", False): _tiles(16, 64, 128, 1, 4, 4, SPLIT_K=4),
+    ("bfloat16", 16, 4096, 4096, "NT", False): _tiles(16, 32, 256, 1, 4, 4, SPLIT_K=2),
+    ("bfloat16", 2048, 2048, 128, "NN", False): _tiles(128, 256, 64, 1, 4, 3, PERSISTENT=1, WS=1),
+    ("bfloat16", 2048, 2048, 128, "NN", True): _tiles(64, 128, 64, 8, 4, 2, PERSISTENT=3),
+    ("bfloat16", 2048, 2048, 128, "TN", False): _tiles(64, 128, 64, 8, 4, 2, PERSISTENT=3),
+    ("bfloat16", 4096, 3072, 768, "NT", False): _tiles(128, 256, 64, 8, 8, 3, PERSISTENT=1),
+    ("bfloat16", 512, 512, 64, "NT", False): _tiles(64, 128, 64, 8, 4, 2, PERSISTENT=3),
+    ("bfloat16", 16, 1000, 4096, "NN", False): _tiles(16, 32, 128, 1, 4, 4),  # rules
+    ("bfloat16", 40, 4096, 4096, "TT", False): _tiles(64, 64, 128, 8, 4, 4),
+    ("bfloat16", 300, 4096, 4096, "NN", False): _tiles(128, 128, 64, 8, 4, 4),
+    ("bfloat16", 4096, 300, 4096, "NN", False): _tiles(128, 128, 64, 8, 4, 4),
+    ("bfloat16", 8000, 3000, 100, "NN", False): _tiles(128, 256, 64, 8, 8, 3),
+    ("float32", 16, 4096, 4096, "NN", False): _tiles(16, 64, 64, 1, 4, 3),
+    ("float32", 4096, 4096, 4096, "NN", False): _tiles(128, 128, 32, 8, 8, 3),
+    ("int64", 300, 4096, 4096, "NN", False): _tiles(32, 32, 8, 8, 4, 2),  # integers and float64
+}
+INTERPRETER = {
+    ("bfloat16", 1, 1, 1, "NN", False): _tiles(16, 16, 16, 8, 1, 1),
+    ("bfloat16", 4096, 3072, 768, "NT", False): _tiles(128, 128, 128, 8, 1, 1),
+    ("int64", 1000, 77, 5, "NN", False): _tiles(32, 32, 16, 8, 1, 1),
+    ("int64", 40, 4096, 4096, "NN", False): _tiles(32, 32, 32, 8, 1, 1),
+    ("float32", 16, 1000, 4096, "TT", True): _tiles(16, 128, 128, 8, 1, 1),
+}
+
+
+@pytest.mark.parametrize(("target", "expected"), [("sm_90", SM90), (None, INTERPRETER)], ids=["sm_90", "interpreter"])
+def test_same_tiles_as_before(tmp_path, monkeypatch, target, expected):
+    from nbx_linalg.configs import GEMM
+
+    from nbx_core.runtime import tuning
+
+    monkeypatch.setenv("NBX_CACHE_DIR", str(tmp_path))  # no user cache
+    tuning.reload()
+    for (dtype, m, n, k, layout, no_ws), tiles in expected.items():
+        skip = ("WS",) if no_ws else ()
+        assert GEMM.resolve(dtype, m, n, k, layout, target=target, skip=skip)[0] == tiles, (dtype, m, n, k, layout)
+        if tuning.arch() == target:  # and what this backend's launches look up
+            assert GEMM.lookup(dtype, m, n, k, layout, skip=skip) == tiles
+    tuning.reload()
+
+
+def test_user_cache_comes_first(tmp_path, monkeypatch):
     from nbx_linalg import configs
 
-    assert configs.bucket_key("bfloat16", 16, 4096, 4096) == "f16:M16:N4096:K4096"
-    big = configs.lookup("bfloat16", 4096, 4096, 4096)
-    assert (big["BLOCK_M"], big["BLOCK_N"], big["BLOCK_K"], big["num_warps"]) == (128, 256, 64, 8)
-    decode = configs.lookup("bfloat16", 16, 4096, 4096)
-    assert decode["BLOCK_M"] == 16
-    for dt in ["float16", "float32", "float64", "int32"]:
-        cfg = configs.lookup(dt, 1000, 77, 5)
-        assert set(cfg) == {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages"}
+    from nbx_core.runtime import tuning
+
     monkeypatch.setenv("NBX_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(configs, "_user", None)
-    mine = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 4, "num_warps": 4, "num_stages": 2}
-    configs.remember("bfloat16", 4096, 4096, 4096, mine)
-    assert json.loads((tmp_path / "linalg" / "gemm.json").read_text())["f16:M4096:N4096:K4096"] == mine
-    monkeypatch.setattr(configs, "_user", None)  # a new process reads it back from disk
-    assert configs.lookup("bfloat16", 4000, 4000, 4000) == mine
+    tuning.reload()
+    mine = _tiles(64, 64, 32, 4, 4, 2)
+    path = configs.GEMM.remember(configs.key("bfloat16", 4096, 4096, 4096, "NT"), mine, "test", target="sm_90")
+    assert path == tmp_path / "tuning" / "linalg.json"
+    saved = json.loads(path.read_text())["sm_90"]["gemm"]
+    assert saved == {"f16:M4096:N4096:K4096:NT": {"config": mine, "source": "test"}}
+    tuning.reload()  # a new process reads it back from disk
+    assert configs.GEMM.resolve("float16", 4000, 4000, 4000, "NT", target="sm_90")[0] == mine
+    assert configs.GEMM.resolve("bfloat16", 4000, 4000, 4000, "NN", target="sm_90")[0]["TMA"] == 1  # the table
+    tuning.reload()
 
 
-_CFG = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 4, "num_warps": 4, "num_stages": 2}
+_CFG = _tiles(64, 64, 32, 4, 4, 2)
 
 
 @pytest.mark.parametrize(("entry", "why"), [
@@ -37,9 +89,9 @@ _CFG = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 4, "num_warps": 
     ({**_CFG, "num_wraps": 4}, r"unknown keys \['num_wraps'\]"),
     ({**_CFG, "BLOCK_K": 48}, "BLOCK_K must be a power of two"),
     ({**_CFG, "num_stages": "3"}, "num_stages must be an integer"),
-    ({**_CFG, "SPLIT_K": 0}, "SPLIT_K must be at least 1"),
+    ({**_CFG, "SPLIT_K": 0}, "SPLIT_K must be an integer of at least 1"),
     ({**_CFG, "TMA": 2}, "TMA must be 0 or 1"),
-    ({**_CFG, "PERSISTENT": -1}, "PERSISTENT must be 0 or more"),
+    ({**_CFG, "PERSISTENT": -1}, "PERSISTENT must be an integer of at least 0"),
     ({**_CFG, "BLOCK_M": 128, "WS": 2}, "WS must be 0 or 1"),
     ({**_CFG, "WS": 1}, "WS needs BLOCK_M 128, num_warps 4 and no SPLIT_K"),
     ([64, 64, 32], "must be a JSON object"),
@@ -49,14 +101,27 @@ def test_bad_user_cache_entry_is_a_clear_error(tmp_path, monkeypatch, entry, why
     # launch (SPLIT_K 0 would divide by zero there).
     from nbx_linalg import configs
 
+    from nbx_core.runtime import tuning
+
     monkeypatch.setenv("NBX_CACHE_DIR", str(tmp_path))
-    (tmp_path / "linalg").mkdir()
-    (tmp_path / "linalg" / "gemm.json").write_text(json.dumps({"f16:M4096:N4096:K4096": entry}))
-    monkeypatch.setattr(configs, "_user", None)
+    path = tmp_path / "tuning" / "linalg.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"sm_90": {"gemm": {"f16:M4096:N4096:K4096": {"config": entry}}}}))
+    tuning.reload()
     with pytest.raises(NbxError, match=why) as err:
-        configs.lookup("bfloat16", 4096, 4096, 4096)
-    assert "'f16:M4096:N4096:K4096' in" in str(err.value) and "fix or delete the entry" in str(err.value)
-    monkeypatch.setattr(configs, "_user", None)
+        configs.GEMM.resolve("bfloat16", 4096, 4096, 4096, "NN", target="sm_90")
+    assert f"'f16:M4096:N4096:K4096' in {path}" in str(err.value) and "fix or delete the entry" in str(err.value)
+    tuning.reload()
+
+
+def test_config_argument_is_checked():
+    from nbx_linalg.matmul import gemm
+
+    from nbx_core.tensor import tensor
+
+    a = tensor([[1.0, 2.0], [3.0, 4.0]])
+    with pytest.raises(NbxError, match="passed as config= to gemm: BLOCK_M must be a power of two"):
+        gemm("test", a, a, config={**_CFG, "BLOCK_M": 48})
 
 
 def test_layout_letters_and_keys():
@@ -75,96 +140,51 @@ def test_layout_letters_and_keys():
         configs.bucket_key("bfloat16", 16, 16, 16, "nt")
 
 
-def _cfg(mark: int) -> dict[str, int]:
-    # Entries told apart by BLOCK_M, a power of two as in a real configuration: 2 ** mark.
-    return {"BLOCK_M": 2 ** mark, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4, "num_stages": 2}
-
-
-def test_config_lookup_order(tmp_path, monkeypatch):
-    # user cache (layout key, then layout-free) > table's layout key > table's layout-free key > rules
-    from nbx_linalg import configs
-
-    table = {
-        "shapes": {"f16:M256:N256:K256": _cfg(1), "f16:M256:N256:K256:NT": _cfg(2)},
-        "rules": [{"dtype": "f16", "layout": "TT", "config": _cfg(3)}, {"dtype": "f16", "max_m": 64, "config": _cfg(4)},
-                  {"dtype": "f16", "config": _cfg(5)}],
-    }
-    monkeypatch.setattr(configs, "_table", lambda: table)
-    monkeypatch.setenv("NBX_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(configs, "_user", None)
-
-    def pick(m: int, layout: str) -> int:
-        return configs.lookup("bfloat16", m, 256, 256, layout)["BLOCK_M"].bit_length() - 1
-
-    assert [pick(200, lay) for lay in configs.LAYOUTS] == [1, 2, 1, 1]  # layout key, else layout-free
-    assert [pick(1000, lay) for lay in configs.LAYOUTS] == [5, 5, 5, 3]  # rules: a layout's rule only for it
-    assert pick(40, "NN") == 4 and pick(40, "TT") == 3  # first matching rule wins
-    configs.remember("float16", 200, 256, 256, _cfg(6))  # layout-free user entry beats the table
-    assert [pick(200, lay) for lay in configs.LAYOUTS] == [6, 6, 6, 6]
-    configs.remember("bfloat16", 200, 256, 256, _cfg(7), "NT")
-    assert [pick(200, lay) for lay in configs.LAYOUTS] == [6, 7, 6, 6]
-    saved = json.loads((tmp_path / "linalg" / "gemm.json").read_text())
-    assert saved == {"f16:M256:N256:K256": _cfg(6), "f16:M256:N256:K256:NT": _cfg(7)}
-    monkeypatch.setattr(configs, "_user", None)  # a new process reads both back from disk
-    assert [pick(200, lay) for lay in configs.LAYOUTS] == [6, 7, 6, 6]
-    assert [pick(1000, lay) for lay in configs.LAYOUTS] == [5, 5, 5, 3]
-
-
-def test_config_lookup_past_warp_specialized_entries(tmp_path, monkeypatch):
-    # Where the warp-specialized kernel does not apply, gemm asks again without ws: every entry
-    # that asks for it is passed over, in the user cache, the shapes and the rules.
-    from nbx_linalg import configs
-
-    ws = {**_cfg(7), "WS": 1}
-    table = {"shapes": {"f16:M256:N256:K256:NN": ws, "f16:M256:N256:K256": _cfg(1)},
-             "rules": [{"dtype": "f16", "config": ws}, {"dtype": "f16", "config": _cfg(5)}]}
-    monkeypatch.setattr(configs, "_table", lambda: table)
-    monkeypatch.setenv("NBX_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(configs, "_user", None)
-    assert configs.lookup("bfloat16", 200, 256, 256, "NN") == ws
-    assert configs.lookup("bfloat16", 200, 256, 256, "NN", ws=False) == _cfg(1)
-    assert configs.lookup("bfloat16", 1000, 256, 256, "NN") == ws
-    assert configs.lookup("bfloat16", 1000, 256, 256, "NN", ws=False) == _cfg(5)
-    configs.remember("bfloat16", 200, 256, 256, {**ws, "BLOCK_N": 128}, "NN")
-    assert configs.lookup("bfloat16", 200, 256, 256, "NN")["BLOCK_N"] == 128
-    assert configs.lookup("bfloat16", 200, 256, 256, "NN", ws=False) == _cfg(1)
-    monkeypatch.setattr(configs, "_user", None)
-
-
 def test_shipped_table_is_well_formed():
-    from nbx_linalg import configs
+    from nbx_linalg import configs, tuning
 
-    table = configs._table()
-    fields = {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages"}
-
-    def well_formed(cfg):  # TMA, SPLIT_K, PERSISTENT and WS are optional
-        return set(cfg) - {"TMA", "SPLIT_K", "PERSISTENT", "WS"} == fields and configs.check(cfg, "shipped") == cfg
-
-    for key, cfg in table["shapes"].items():
+    data = json.loads(Path(configs.__file__).with_name("configs").joinpath("h200.json").read_text())
+    assert data["arch"] == "sm_90" and set(data["kernels"]) == {"gemm"}
+    table = data["kernels"]["gemm"]
+    root = Path(__file__).parents[2]
+    for key, entry in table["shapes"].items():
         cls, m, n, k, *layout = key.split(":")
         assert cls in ("f16", "f32", "f64", "int") and [m[0], n[0], k[0]] == ["M", "N", "K"], key
         assert configs.bucket_key({"f16": "bfloat16", "int": "int32"}.get(cls, "float" + cls[1:]), int(m[1:]),
                                   int(n[1:]), int(k[1:]), *layout) == key
-        assert well_formed(cfg), key
+        assert configs.GEMM.check(entry["config"], key) == entry["config"]
+        assert (root / entry["source"]).is_file(), entry["source"]
     for rule in table["rules"]:
-        assert well_formed(rule["config"]) and rule.get("layout", "NN") in configs.LAYOUTS
-    for cls in ("f16", "f32", "f64", "int"):  # every dtype class ends with a catch-all rule
-        assert any(r["dtype"] == cls and not {"max_m", "max_n", "max_k", "layout"} & set(r) for r in table["rules"])
-    assert all(well_formed(c) for c in configs.CANDIDATES) and any(c.get("TMA") for c in configs.CANDIDATES)
-    assert any(c.get("WS") for c in configs.CANDIDATES)
+        assert configs.GEMM.check(rule["config"], "rule") == rule["config"] and (root / rule["source"]).is_file()
+        assert set(rule["when"]) <= {"dtype", "layout", "max_M", "max_N", "max_K"}
+    candidates = [c for c in configs.CANDIDATES] + [c for s in tuning.SHAPE_CANDIDATES.values()
+                                                    for cs in s.values() for c in cs]
+    assert all(configs.GEMM.check(c, "candidate") == c for c in candidates)
+    assert any(c.get("TMA") for c in configs.CANDIDATES) and any(c.get("WS") for c in configs.CANDIDATES)
     # Behind every warp-specialized shape entry, one that serves where its kernel does not apply.
-    for key, cfg in table["shapes"].items():
-        if cfg.get("WS"):
+    for key, entry in table["shapes"].items():
+        if entry["config"].get("WS"):
             cls, m, n, k, layout = key.split(":")
-            dtype = {"f16": "bfloat16"}[cls]
-            assert not configs.lookup(dtype, int(m[1:]), int(n[1:]), int(k[1:]), layout, ws=False).get("WS"), key
+            config = configs.GEMM.resolve("bfloat16", int(m[1:]), int(n[1:]), int(k[1:]), layout, target="sm_90",
+                                          skip=("WS",))[0]
+            assert not config.get("WS"), key
 
 
-def test_tune_checks_its_layout_and_backend():
-    from nbx_linalg import matmul
+def test_sweep_cases_run_every_candidate_kind():
+    # The sweeps nbx tune and benchmarks/sweep.py time: each case launches through config=, here
+    # with a small shape and one candidate of each kind (on the interpreter the tiles only shape
+    # the programs).
+    from nbx_linalg import tuning
 
-    with pytest.raises(NbxError, match="layout must be one of"):
-        matmul.tune(64, 64, 64, layout="KN")
-    if matmul.BACKEND != "cuda":
-        with pytest.raises(NbxError, match="needs the cuda backend"):
-            matmul.tune(64, 64, 64, layout="NT")
+    cases = tuning.SWEEPS[0].cases((2, 24, 40, 16), "float32")
+    assert [c.args for c in cases] == [("float32", 24, 40, 16, "NN"), ("float32", 24, 40, 16, "NT")]
+    assert [c.reference[0] for c in cases] == ["matmul", "matmul"]
+    small = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 1, "num_warps": 1, "num_stages": 1}
+    for case in cases + tuning.SWEEPS[0].cases((24, 40, 16), "float32"):
+        name, args = case.reference
+        a, b, *bias = (t.numpy().astype(np.float64) for t in args)
+        want = a @ b if name == "matmul" else a @ b.T + bias[0]
+        for more in ({}, {"SPLIT_K": 2}, {"PERSISTENT": 1}):
+            got = case.run({**small, **more})
+            if numeric():
+                np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-4)

@@ -137,11 +137,11 @@ def test_addmm_row_bias_across_tiles(dtype):
 
 
 def test_configuration_follows_the_operand_layout(monkeypatch):
-    from nbx_linalg import matmul
+    from nbx_linalg.configs import GEMM
 
     seen = []
-    choose = matmul._config
-    monkeypatch.setattr(matmul, "_config", lambda *args: seen.append(args[-1]) or choose(*args))
+    choose = GEMM.lookup
+    monkeypatch.setattr(GEMM, "lookup", lambda *args, **kw: seen.append(args[-1]) or choose(*args, **kw))
     a, b, w = make((5, 9)), make((9, 7), seed=1), make((7, 9), seed=2)
     check_op("aten::mm", a, b)
     check_op("aten::linear", a, w, make((7,), seed=3))  # x @ W.T: W stored (N, K)
@@ -153,9 +153,10 @@ def test_configuration_follows_the_operand_layout(monkeypatch):
 def _ask_for_tma(monkeypatch) -> list[bool]:
     """Every GEMM's configuration asks for TMA loads; returns the TMA flag of each launch."""
     from nbx_linalg import matmul
+    from nbx_linalg.configs import GEMM
 
-    choose, launch, seen = matmul._config, matmul.launch, []
-    monkeypatch.setattr(matmul, "_config", lambda *args: {**choose(*args), "TMA": 1})
+    choose, launch, seen = GEMM.lookup, matmul.launch, []
+    monkeypatch.setattr(GEMM, "lookup", lambda *args, **kw: {**choose(*args, **kw), "TMA": 1})
     monkeypatch.setattr(matmul, "launch", lambda kernel, grid, *args, **kw: seen.append(kw["TMA"])
                         or launch(kernel, grid, *args, **kw))
     return seen
@@ -185,6 +186,7 @@ def test_tma_allocator_is_scoped_to_its_launches(monkeypatch):
     # also when the launch raises.
     import triton
     from nbx_linalg import matmul
+    from nbx_linalg.configs import GEMM
     from triton.runtime import _allocation
 
     from nbx_core.runtime.kernels import descriptors
@@ -203,8 +205,9 @@ def test_tma_allocator_is_scoped_to_its_launches(monkeypatch):
     try:
         monkeypatch.setattr(descriptors, "BACKEND", "cuda")
         monkeypatch.setattr(matmul, "launch", fake_launch)
-        monkeypatch.setattr(matmul, "_config", lambda *args: {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16,
-                                                              "GROUP_M": 1, "num_warps": 4, "num_stages": 2, "TMA": 1})
+        monkeypatch.setattr(GEMM, "lookup", lambda *args, **kw: {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16,
+                                                                 "GROUP_M": 1, "num_warps": 4, "num_stages": 2,
+                                                                 "TMA": 1})
         a, b = from_torch(make((16, 16), "bfloat16")), from_torch(make((16, 16), "bfloat16", seed=1))
         matmul.mm(a, b)
         with pytest.raises(RuntimeError, match="launch failed"):
@@ -235,10 +238,11 @@ def test_split_k(monkeypatch, dtype):
     # of two 32-element steps (the last one short), a bias, a full c, batches, many launches in a
     # row (each leaves its ticket counters at zero).
     from nbx_linalg import matmul
+    from nbx_linalg.configs import GEMM
 
-    choose, launch, grids = matmul._config, matmul.launch, []
-    monkeypatch.setattr(matmul, "_config", lambda *args: {**choose(*args), "BLOCK_M": 16, "BLOCK_N": 16,
-                                                          "BLOCK_K": 32, "SPLIT_K": 3})
+    choose, launch, grids = GEMM.lookup, matmul.launch, []
+    monkeypatch.setattr(GEMM, "lookup", lambda *args, **kw: {**choose(*args, **kw), "BLOCK_M": 16, "BLOCK_N": 16,
+                                                             "BLOCK_K": 32, "SPLIT_K": 3})
     monkeypatch.setattr(matmul, "launch", lambda kernel, grid, *args, **kw: grids.append((grid, kw["BLOCK_K"]))
                         or launch(kernel, grid, *args, **kw))
     a, b = make((20, 200), dtype), make((200, 24), dtype, seed=1)
@@ -260,10 +264,11 @@ def test_persistent(monkeypatch, dtype):
     # programs than tiles, each walking (batch, tile) pairs across batch boundaries, with edge tiles,
     # alpha/beta with a broadcast c, a broadcast batch operand and a transposed one.
     from nbx_linalg import matmul
+    from nbx_linalg.configs import GEMM
 
-    choose, launch, grids = matmul._config, matmul.launch, []
-    monkeypatch.setattr(matmul, "_config", lambda *args: {**choose(*args), "BLOCK_M": 16, "BLOCK_N": 16,
-                                                          "BLOCK_K": 16, "PERSISTENT": 1})
+    choose, launch, grids = GEMM.lookup, matmul.launch, []
+    monkeypatch.setattr(GEMM, "lookup", lambda *args, **kw: {**choose(*args, **kw), "BLOCK_M": 16, "BLOCK_N": 16,
+                                                             "BLOCK_K": 16, "PERSISTENT": 1})
     monkeypatch.setattr(matmul, "multiprocessors", lambda index: 5)
     monkeypatch.setattr(matmul, "launch", lambda kernel, grid, *args, **kw: grids.append(grid)
                         or launch(kernel, grid, *args, **kw))
@@ -279,12 +284,13 @@ def _ask_for_ws(monkeypatch, sms: int = 3) -> list[str]:
     """Every GEMM's configuration asks for the warp-specialized kernel (128 x 64 x 32 tiles) on a
     GPU of ``sms`` SMs; returns which kernel each launch ran."""
     from nbx_linalg import matmul, warp_specialized
+    from nbx_linalg.configs import GEMM
 
     tile = {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 2, "num_warps": 4, "num_stages": 2,
             "PERSISTENT": 1, "WS": 1}
     plain = {**tile, "BLOCK_M": 32, "num_warps": 1}
     seen = []
-    monkeypatch.setattr(matmul, "_config", lambda *args: dict(tile) if len(args) < 7 or args[6] else dict(plain))
+    monkeypatch.setattr(GEMM, "lookup", lambda *args, skip=(): dict(plain) if skip else dict(tile))
     monkeypatch.setattr(matmul, "multiprocessors", lambda index: sms)
     for module in (matmul, warp_specialized):
         launch = module.launch
@@ -505,13 +511,14 @@ def test_nt_gemm_keeps_its_wgmmas_in_flight(monkeypatch, tma, bias):
 
     import triton
     from nbx_linalg import matmul
+    from nbx_linalg.configs import GEMM
 
     import nbx_core.runtime.launch
 
     tile = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 3}
     compiled, warmup = [], matmul._gemm_kernel.warmup
     monkeypatch.setattr(nbx_core.runtime.launch, "compiled_variants", set())
-    monkeypatch.setattr(matmul, "_config", lambda *args: {**tile, "TMA": tma})
+    monkeypatch.setattr(GEMM, "lookup", lambda *args, **kw: {**tile, "TMA": tma})
 
     def keep(*args, **kwargs):
         compiled.append(warmup(*args, **kwargs))

@@ -20,7 +20,7 @@ INTS = ["int32", "int64", "uint8"]
 
 
 @pytest.fixture(params=["gpu", "tiny", "tiny-int64", "split"])
-def tiling(request, monkeypatch) -> None:
+def tiling(request, monkeypatch, force_tiles) -> None:
     """The engine's tiles for the test: its GPU choice, or tiny tiles (each lane sees several
     elements), the second with int64 indexing forced, the third with K split over programs that
     combine their partials (on the interpreter, which splits by length). Other tests run the CPU
@@ -30,17 +30,14 @@ def tiling(request, monkeypatch) -> None:
     E._steps._plans.clear()
     request.addfinalizer(E._steps._plans.clear)
     if request.param == "gpu":
-        monkeypatch.setattr(E, "BACKEND", "cuda")
+        force_tiles(gpu=True)
     if request.param == "tiny":
-        monkeypatch.setattr(E, "row_tiles", lambda rows, K, op, size: (1, 8, 1))
-        monkeypatch.setattr(E, "col_tiles", lambda I, K, op, size: (4, 8, 1))
+        force_tiles((1, 8, 1), (4, 8, 1))
     if request.param == "tiny-int64":
-        monkeypatch.setattr(E, "row_tiles", lambda rows, K, op, size: (2, 4, 1))
-        monkeypatch.setattr(E, "col_tiles", lambda I, K, op, size: (2, 16, 1))
+        force_tiles((2, 4, 1), (2, 16, 1))
         monkeypatch.setattr(E, "needs_int64", lambda *args: True)
     if request.param == "split":
-        monkeypatch.setattr(E, "row_tiles", lambda rows, K, op, size: (4, 8, 1))
-        monkeypatch.setattr(E, "col_tiles", lambda I, K, op, size: (8, 8, 1))
+        force_tiles((4, 8, 1), (8, 8, 1))
         monkeypatch.setattr(E, "_CPU_SPLIT", 16)
 
         def check_split() -> None:
@@ -146,7 +143,7 @@ def test_bool_lanes(tiling: None) -> None:
 
 @pytest.mark.parametrize(("dtype", "k"), [("bfloat16", 4096), ("bfloat16", 1500), ("float32", 1500),
                                           ("float64", 1500), ("int32", 1500), ("uint8", 1500), ("bool", 1500)])
-def test_gpu_arg_rows(monkeypatch, dtype: str, k: int) -> None:
+def test_gpu_arg_rows(force_tiles, dtype: str, k: int) -> None:
     """The GPU's tiles for the arg ops on rows of 1024 to 4096 elements: blocks of 1024, four a step
     (the row of 4096 in one step, unmasked; of 1500, two blocks a step, the last 548 lanes masked).
     Ties of small integers everywhere, and of the top value at 700, 1400 and the last element, at
@@ -158,7 +155,7 @@ def test_gpu_arg_rows(monkeypatch, dtype: str, k: int) -> None:
     from nbx_reduction import engine as E
 
     E._steps._plans.clear()
-    monkeypatch.setattr(E, "BACKEND", "cuda")
+    force_tiles(gpu=True)
     if dtype in ("bfloat16", "float32", "float64"):
         rows = [make((k,), "float64", low=-3, high=4, seed=11).round()]
         for top, at in ((9.0, [k - 1, 700, 1400]), (INF, [k - 2, k - 1])):

@@ -18,7 +18,7 @@ NAN = float("nan")
 
 
 @pytest.fixture(params=["int32", "int64", "unroll"])
-def split(request, monkeypatch) -> None:
+def split(request, monkeypatch, force_tiles) -> None:
     """Tiny tiles and short slices of K; int32 or forced int64 indexing, or three blocks loaded a
     step in slices of 16 rounded up to whole steps (K of 32: slices of two steps, the last step
     ragged although the blocks divide K; 37: a last slice of one block and a step of one element;
@@ -28,8 +28,7 @@ def split(request, monkeypatch) -> None:
 
     E._steps._plans.clear()
     unroll = 3 if request.param == "unroll" else 1
-    monkeypatch.setattr(E, "row_tiles", lambda rows, K, op, size: (2, 4, 1, unroll))
-    monkeypatch.setattr(E, "col_tiles", lambda I, K, op, size: (4, 4, 1, unroll))
+    force_tiles((2, 4, 1, unroll), (4, 4, 1, unroll))
     monkeypatch.setattr(E, "_CPU_SPLIT", 16 if unroll > 1 else 8)
     if request.param == "int64":
         monkeypatch.setattr(E, "needs_int64", lambda *args: True)
@@ -102,7 +101,7 @@ def test_split_counters_reset(split: None) -> None:
         assert tickets._counters and all(not to_torch(c).any() for c in tickets._counters.values())
 
 
-def test_gpu_tiles_on_long_rows(monkeypatch) -> None:
+def test_gpu_tiles_on_long_rows(force_tiles) -> None:
     """The GPU's tiles (which the aot pass compiles) on 3 rows and 3 columns of 4100 small integers,
     ties everywhere: the rows in slices of whole 1024-element steps (the last a block and 4
     elements); the arg ops' columns load 2 blocks a step under a register cap, the sums' columns
@@ -110,7 +109,7 @@ def test_gpu_tiles_on_long_rows(monkeypatch) -> None:
     from nbx_reduction import engine as E
 
     E._steps._plans.clear()
-    monkeypatch.setattr(E, "BACKEND", "cuda")
+    force_tiles(gpu=True)
     x = make((3, 4100), "int64", low=-3, high=4, seed=7).to(torch.bfloat16)
     x[1, [3000, 1500, 4099]] = NAN
     x[2] = -float("inf")

@@ -30,6 +30,8 @@ operands go through ``nbx_core.runtime.kernels.dot.dot_operand``, which widens t
 """
 
 import math
+from collections.abc import Mapping
+from pathlib import Path
 
 from nbx_core.runtime.kernels.dot import dot_operand
 from nbx_core.runtime.kernels.tickets import last_to_arrive, tickets
@@ -42,6 +44,7 @@ import triton.language as tl
 from nbx_core import dtypes as D
 from nbx_core.device import Device
 from nbx_core.runtime.pointwise import pointwise, tl_dtype
+from nbx_core.runtime.tuning import Config, Key, Tunable, bucket
 from nbx_core.tensor import NBXTensor, empty_tensor
 
 from . import warp_specialized
@@ -236,44 +239,50 @@ def additive_mask(op: str, mask: NBXTensor) -> NBXTensor:
     return pointwise(op, _additive, mask, dtype=D.float64)
 
 
-def _config(dtype: D.DType, L: int, S: int, E: int, EV: int) -> tuple[int, int, int, int]:
-    """(BLOCK_M, BLOCK_N, num_warps, num_stages) for the GPU; small blocks on the interpreter.
-
-    The GPU choices keep the pipelined K/V tiles plus the Q tile within Hopper's 227 KB of shared
-    memory at head dim 256 (float64 takes the smallest tiles). K and V load through pointers:
-    tensor-descriptor (TMA) loads issue fewer instructions but were slower at every benchmark shape.
-    The accumulator is rescaled every key block: rescaling only when a row's max grows by more than
-    2^8 needs a block-wide max and a branch, which cost more than the rescales they skip.
-    """
-    if BACKEND == "cpu":
-        return max(16, min(64, next_pow2(L))), max(16, min(64, next_pow2(S))), 1, 1
+def _gpu_rule(dtype: str, L: int, S: int, E: int, EV: int, causal: bool) -> Config:
+    # The pipelined K/V tiles plus the Q tile stay within Hopper's 227 KB of shared memory at head
+    # dim 256 (float64 takes the smallest tiles). K and V load through pointers: tensor-descriptor
+    # (TMA) loads issue fewer instructions but were slower at every benchmark shape
+    # (benchmarks/results/sweeps/h200-attention-tma.json). The accumulator is rescaled every key
+    # block: rescaling only when a row's max grows by more than 2^8 needs a block-wide max and a
+    # branch, and was slower (sweeps/h200-attention-lazy.json).
     d = max(next_pow2(E), next_pow2(EV))
-    if dtype is D.float64:
-        return (16 if L <= 16 else 32), 16, 4, 1
-    if dtype is D.float32:
-        return (16 if L <= 16 else 64), 32, 4, 2
-    if L <= 16:
-        return 16, 64, 4, 4 if d <= 128 else 2
-    if d <= 128:
-        # H200 sweep (benchmarks/sweep.py), bf16: ahead of 128-row tiles at head dims 64 and 128.
-        return 64, 64, 4, 3
-    return 64, 64, 8, 2
+    if dtype == "float64":
+        tiles = (16 if L <= 16 else 32), 16, 4, 1
+    elif dtype == "float32":
+        tiles = (16 if L <= 16 else 64), 32, 4, 2
+    elif L <= 16:
+        tiles = 16, 64, 4, 4 if d <= 128 else 2
+    else:
+        tiles = (64, 64, 4, 3) if d <= 128 else (64, 64, 8, 2)
+    return {**dict(zip(("BLOCK_M", "BLOCK_N", "num_warps", "num_stages"), tiles, strict=True)),
+            **_orders(E, causal)}
 
 
-def _fold_scale(dtype: D.DType, mask_kind: int, scale: float, block_d: int) -> bool:
-    """Whether the kernel applies the scale in the softmax's fused multiply-add (FOLD_SCALE): a finite
-    positive scale without an additive mask, half types and float32 (Triton 3.6 fails to compile the
-    float64 kernel so), head dims from 128: the fold saves time at head dim 128 and costs some at
-    head dim 64. Benchmarks replace this function to time both forms."""
-    return dtype is not D.float64 and mask_kind != 2 and 0 < scale < math.inf and block_d >= 128
+def _orders(E: int, causal: bool) -> Config:
+    # FOLD_SCALE: the scale applied in the softmax's fused multiply-add, from head dim 128 (where
+    # it saves time on the H200, sweeps/h200-attention-fold.json; at 64 it costs). HEAVY_FIRST: a
+    # head's query tiles launch last row first under a causal mask, whose last tiles see the most
+    # keys, leaving light tiles for the end of the grid (sweeps/h200-attention-order.json).
+    return {"FOLD_SCALE": int(max(16, next_pow2(E)) >= 128), "HEAVY_FIRST": int(causal)}
 
 
-def _heavy_first(causal: bool) -> bool:
-    """Whether a head's query tiles launch last row first (HEAVY_FIRST): under a causal mask the
-    last tiles see the most keys, and launching them first leaves light tiles for the end of the
-    grid; a head's tiles stay together, so its keys stay in L2. Benchmarks replace this function
-    to time both orders."""
-    return causal
+FLASH = Tunable(
+    "attention", "flash",
+    {"BLOCK_M": "pow2", "BLOCK_N": "pow2", "num_warps": "pow2", "num_stages": "count", "FOLD_SCALE": "flag",
+     "HEAVY_FIRST": "flag"},
+    key=lambda dtype, L, S, E, EV, causal: Key({"dtype": dtype, "L": bucket(L), "S": bucket(S), "E": bucket(E),
+                                                "EV": bucket(EV), "mask": "causal" if causal else "full"}),
+    rule=_gpu_rule,
+    interpreter=lambda dtype, L, S, E, EV, causal: {
+        "BLOCK_M": max(16, min(64, next_pow2(L))), "BLOCK_N": max(16, min(64, next_pow2(S))), "num_warps": 1,
+        "num_stages": 1, **_orders(E, causal)},
+    tables=Path(__file__).with_name("configs"))
+"""The portable flash kernel's launch: (BLOCK_M, BLOCK_N) query and key tiles, warps and stages;
+FOLD_SCALE, whether the scale is folded into the softmax (only where that is exact: a finite
+positive scale, no additive mask, not float64, which Triton 3.6 fails to compile so); HEAVY_FIRST,
+whether a head's query tiles launch last row first. Arguments: the dtype's name, the query and key
+lengths, the head dims of q/k and of v, and whether the mask is causal."""
 
 
 def _splits(programs: int, S: int, block_n: int, device: Device) -> tuple[int, int]:
@@ -287,22 +296,26 @@ def _splits(programs: int, S: int, block_n: int, device: Device) -> tuple[int, i
 
 
 def flash_forward(q: NBXTensor, k: NBXTensor, v: NBXTensor, mask: NBXTensor | None, out: NBXTensor,
-                  lse: NBXTensor | None, *, scale: float, causal: bool, masked_lse: float) -> None:
+                  lse: NBXTensor | None, *, scale: float, causal: bool, masked_lse: float,
+                  config: Mapping[str, int] | None = None) -> None:
     """Write attention of 4-D views ``q`` (Z, H, L, E), ``k`` (Z, Hk, S, E), ``v`` (Z, Hv, S, Ev) into
     ``out`` (Z, H, L, Ev) and, when given, the natural-log logsumexp of each row into ``lse`` (Z, H, L).
 
     ``mask`` is None or a (Z, H, L, S) view (stride 0 where it broadcasts): bool (True = attend) or
-    additive. Arguments are validated by the caller.
+    additive. Arguments are validated by the caller. ``config`` replaces :data:`FLASH`'s lookup and
+    runs the portable kernel (the warp-specialized one otherwise takes what it applies to).
     """
     Z, H, L, E = q.shape
     S, EV = k.shape[2], v.shape[3]
     if Z * H * L == 0:
         return
-    if WARP_SPECIALIZE and warp_specialized.applies(q, k, v, mask, out, lse, scale=scale, causal=causal) \
+    if config is None and WARP_SPECIALIZE \
+            and warp_specialized.applies(q, k, v, mask, out, lse, scale=scale, causal=causal) \
             and _splits(cdiv(L, warp_specialized.BLOCK_M) * Z * H, S, warp_specialized.BLOCK_N, q.device)[0] == 1:
         warp_specialized.ws_forward(q, k, v, out, qk_scale=scale * LOG2E)
         return
-    bm, bn, warps, stages = _config(q.dtype, L, S, E, EV)
+    cfg = FLASH.choose(config, q.dtype.name, L, S, E, EV, causal)
+    bm, bn, warps, stages = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["num_warps"], cfg["num_stages"]
     bd, bdv = max(16, next_pow2(E)), max(16, next_pow2(EV))
     acc = D.float64 if q.dtype is D.float64 else D.float32
     programs = cdiv(L, bm) * Z * H
@@ -314,6 +327,7 @@ def flash_forward(q: NBXTensor, k: NBXTensor, v: NBXTensor, mask: NBXTensor | No
         ml = empty_tensor((Z * H * n_split * L * 2,), acc, q.device)
         cnt = tickets(q.device, cdiv(L, bm) * Z * H)
     kind = 0 if mask is None else 1 if mask.dtype is D.bool_ else 2
+    fold = bool(cfg["FOLD_SCALE"]) and q.dtype is not D.float64 and kind != 2 and 0 < scale < math.inf
     ms = mask.stride() if mask is not None else (0, 0, 0, 0)
     ls = lse.stride() if lse is not None else (0, 0, 0)
     launch(_attn_fwd_kernel, (cdiv(L, bm), Z * H, n_split), q, k, v, mask if mask is not None else q, out,
@@ -323,5 +337,5 @@ def flash_forward(q: NBXTensor, k: NBXTensor, v: NBXTensor, mask: NBXTensor | No
            E=E, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=bd, MASK_KIND=kind, CAUSAL=causal, SPLIT=split,
            PREC="ieee" if q.dtype in (D.float32, D.float64) else "tf32",
            EV=EV, BLOCK_DV=bdv, STORE_LSE=lse is not None, ACC=tl_dtype(acc),
-           FOLD_SCALE=_fold_scale(q.dtype, kind, scale, bd), HEAVY_FIRST=_heavy_first(causal), num_warps=warps,
+           FOLD_SCALE=fold, HEAVY_FIRST=bool(cfg["HEAVY_FIRST"]), num_warps=warps,
            num_stages=stages)

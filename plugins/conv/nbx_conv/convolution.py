@@ -40,6 +40,9 @@ partial outputs in a further pass; the depth axis keeps one launch, one float32 
 accumulation and one rounding, with the input read in place.
 """
 
+from collections.abc import Mapping
+from pathlib import Path
+
 from nbx_core.runtime.launch import BACKEND, cdiv, launch, multiprocessors, next_pow2
 
 # isort: split
@@ -54,6 +57,7 @@ from nbx_core.ops.views import permute, squeeze, unsqueeze
 from nbx_core.runtime.kernels.dot import dot_operand
 from nbx_core.runtime.kernels.indexing import needs_int64
 from nbx_core.runtime.kernels.tiles import grouped_tile
+from nbx_core.runtime.tuning import Key, Tunable, bucket
 from nbx_core.shape import numel
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 from nbx_core.tensor.args import (
@@ -347,15 +351,15 @@ def _sum_parts_kernel(part_ptr, b_ptr, out_ptr, M, K, OH, OW, PARTS, son, sok, s
     tl.store(out_ptr + out_off, acc.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-def _config(m: int, kg: int, groups: int, cg: int, taps: int, flat: bool) -> tuple[int, ...]:
+def _tiles(m: int, kg: int, groups: int, cg: int, taps: int, flat: bool, gpu: bool) -> tuple[int, ...]:
     """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages, GROUP_M, parts) of a convolution with ``m``
     output pixels, ``kg`` output channels and ``cg`` input channels per group, ``groups`` groups and
-    ``taps`` kernel taps, on the ``flat`` reduction or not; ``parts`` > 1 splits the reduction.
-    Benchmarks replace this function to sweep tiles."""
+    ``taps`` kernel taps, on the ``flat`` reduction or not, on a ``gpu`` or the interpreter;
+    ``parts`` > 1 splits the reduction."""
     depth = cg * taps if flat else cg
     bn = min(128, max(16, next_pow2(kg)))
     bk = min(64, max(16, next_pow2(depth)))
-    if BACKEND == "cpu":
+    if not gpu:
         return min(128, max(16, next_pow2(m))), bn, bk, 1, 1, 8, 1
     # Tiles from the H200 sweeps of the ResNet-50 layers (benchmarks/results/sweeps/h200-conv.json,
     # h200-conv-taps.json): long flat reductions (the stem) take 256-row tiles, 3x3 layers of 128
@@ -385,6 +389,24 @@ def _config(m: int, kg: int, groups: int, cg: int, taps: int, flat: bool) -> tup
     return bm, bn, bk, warps, stages, 8, parts
 
 
+_PARAMS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages", "GROUP_M", "PARTS")
+
+CONV = Tunable(
+    "conv", "convolution", {"BLOCK_M": "pow2", "BLOCK_N": "pow2", "BLOCK_K": "pow2", "num_warps": "pow2",
+                            "num_stages": "count", "GROUP_M": "count", "PARTS": "count"},
+    key=lambda dtype, m, kg, groups, cg, taps, flat: Key({
+        "dtype": dtype, "M": bucket(m), "K": bucket(kg), "C": bucket(cg), "groups": groups, "taps": taps,
+        "reduction": "flat" if flat else "channels"}),
+    rule=lambda dtype, *shape: dict(zip(_PARAMS, _tiles(*shape, gpu=True), strict=True)),
+    interpreter=lambda dtype, *shape: dict(zip(_PARAMS, _tiles(*shape, gpu=False), strict=True)),
+    tables=Path(__file__).with_name("configs"))
+"""The convolution kernel's launch: its (BLOCK_M, BLOCK_N, BLOCK_K) tiles, warps, stages, GROUP_M and
+PARTS, the reduction's split. Arguments: the dtype's name, the output pixels, the output channels
+per group, the groups, the input channels per group, the kernel taps and whether the reduction is
+flat (channels times taps, for inputs of fewer than 16 channels). On a GPU float64 tiles are
+capped further (32 x 32 x 8), whatever the configuration."""
+
+
 def _channels_contiguous(w: NBXTensor, transposed: bool) -> NBXTensor:
     """``w`` with stride 1 along its per-group input channels (the B tile's reduction axis): the
     channels-last order (K, *kernel, C), or for a transposed weight (C_in, K/g, *kernel) the order
@@ -400,9 +422,9 @@ def _channels_contiguous(w: NBXTensor, transposed: bool) -> NBXTensor:
 
 def _conv(op: str, x: NBXTensor, w: NBXTensor, bias: NBXTensor | None, stride: tuple[int, ...],
           pad: tuple[int, ...], dil: tuple[int, ...], transposed: bool, out_pad: tuple[int, ...], groups: int,
-          out_size: tuple[int, ...] | None = None) -> NBXTensor:
+          out_size: tuple[int, ...] | None = None, config: Mapping[str, int] | None = None) -> NBXTensor:
     """The 2-D (N, C, H, W) or 3-D (N, C, D, H, W) convolution behind every wrapper; ``out_size``
-    overrides the output's spatial size."""
+    overrides the output's spatial size, ``config`` :data:`CONV`'s lookup."""
     n, c, *size = x.shape
     kernel = tuple(w.shape[2:])
     if transposed:
@@ -457,7 +479,8 @@ def _conv(op: str, x: NBXTensor, w: NBXTensor, bias: NBXTensor | None, stride: t
         reduction = TAPS
     if reduction != FLAT:
         w = _channels_contiguous(w, transposed)
-    bm, bn, bk, warps, stages, group_m, parts = _config(m, kg, groups, cg, taps, reduction == FLAT)
+    cfg = CONV.choose(config, x.dtype.name, m, kg, groups, cg, taps, reduction == FLAT)
+    bm, bn, bk, warps, stages, group_m, parts = (cfg[p] for p in _PARAMS)
     mode = 2 if x.dtype is D.float64 else 1 if x.dtype is D.float32 else 0
     if mode == 2 and BACKEND != "cpu":
         # float64 multiplies without tensor cores: the (BLOCK_M, BLOCK_K, BLOCK_N) product lives in

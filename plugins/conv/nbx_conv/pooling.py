@@ -13,6 +13,9 @@ channels-last global pool, as closing ResNet) is a column reduction instead: the
 vector loads along C, and enough channel blocks to fill the GPU.
 """
 
+from collections.abc import Mapping
+from pathlib import Path
+
 from nbx_core.runtime.launch import BACKEND, block_size, cdiv, launch, next_pow2
 
 # isort: split
@@ -24,6 +27,7 @@ from nbx_core import dtypes as D
 from nbx_core.errors import NbxValueError, ShapeError
 from nbx_core.ops.views import squeeze, unsqueeze
 from nbx_core.runtime.kernels.indexing import block_indices, needs_int64
+from nbx_core.runtime.tuning import Key, Tunable, bucket
 from nbx_core.tensor import NBXTensor
 from nbx_core.tensor.args import FLOATING, INTEGRAL, int_arg, int_list, non_negative, positive, tensor_arg
 
@@ -192,14 +196,16 @@ def _global_avg_kernel(x_ptr, out_ptr, C, HW, sxn, sxr, son, soc, BLOCK_R: tl.co
     tl.store(out_ptr + nb * son + offs_c * soc, res.to(out_ptr.dtype.element_ty), mask=c_mask)
 
 
-def _global_config(hw: int, c: int) -> tuple[int, int, int]:
-    """(BLOCK_R, BLOCK_C, num_warps) of the global average pool over ``hw`` rows of ``c`` channels.
-    Benchmarks replace this function to sweep tiles."""
-    block_r = min(64, next_pow2(hw))
-    if BACKEND == "cpu":
-        return block_r, min(1024, next_pow2(c)), 1
+GLOBAL_AVG = Tunable(
+    "conv", "global_avg_pool", {"BLOCK_R": "pow2", "BLOCK_C": "pow2", "num_warps": "pow2"},
+    key=lambda dtype, hw, c: Key({"dtype": dtype, "HW": bucket(hw), "C": bucket(c)}),
     # 128 channels per program: 16 blocks of the 2048 of ResNet's last layer, 512 programs at batch 32.
-    return block_r, min(128, next_pow2(c)), 4
+    rule=lambda dtype, hw, c: {"BLOCK_R": min(64, next_pow2(hw)), "BLOCK_C": min(128, next_pow2(c)), "num_warps": 4},
+    interpreter=lambda dtype, hw, c: {"BLOCK_R": min(64, next_pow2(hw)), "BLOCK_C": min(1024, next_pow2(c)),
+                                      "num_warps": 1},
+    tables=Path(__file__).with_name("configs"))
+"""The global average pool's launch over ``hw`` positions of ``c`` unit-stride channels: BLOCK_R
+positions by BLOCK_C channels a step, and warps. Arguments: the dtype's name, hw and c."""
 
 
 def _row_stride(x5: NBXTensor) -> int | None:
@@ -212,15 +218,17 @@ def _row_stride(x5: NBXTensor) -> int | None:
     return dims[-1][1] if dims else 1
 
 
-def _global_avg(x5: NBXTensor, out: NBXTensor) -> bool:
+def _global_avg(x5: NBXTensor, out: NBXTensor, config: Mapping[str, int] | None = None) -> bool:
     """Pool ``x5`` (N, C, D, H, W) into ``out`` (N, C, 1, 1, 1) by the column kernel when its channels
-    have stride 1 and its spatial dims merge into one; whether it did."""
+    have stride 1 and its spatial dims merge into one; whether it did. ``config`` replaces
+    :data:`GLOBAL_AVG`'s lookup."""
     sxr = _row_stride(x5)
     if x5.stride()[1] != 1 or sxr is None:
         return False
     n, c = x5.shape[:2]
     hw = x5.shape[2] * x5.shape[3] * x5.shape[4]
-    block_r, block_c, warps = _global_config(hw, c)
+    cfg = GLOBAL_AVG.choose(config, x5.dtype.name, hw, c)
+    block_r, block_c, warps = cfg["BLOCK_R"], cfg["BLOCK_C"], cfg["num_warps"]
     launch(_global_avg_kernel, (cdiv(c, block_c) * n,), x5, out, c, hw, x5.stride()[0], sxr, out.stride()[0],
            out.stride()[1], BLOCK_R=block_r, BLOCK_C=block_c, INT64=needs_int64(n * c * hw, x5, out),
            num_warps=warps)

@@ -19,6 +19,9 @@ there is one). 64-bit dtypes (int64, float64) do not fit a packed key: they use 
 rows they appear in.
 """
 
+from collections.abc import Mapping
+from pathlib import Path
+
 # nbx_core.runtime.launch picks the backend, which must happen before Triton is first imported.
 from nbx_core.runtime.launch import BACKEND, cdiv, launch, next_pow2
 
@@ -30,6 +33,7 @@ from nbx_core import dtypes as D
 from nbx_core.errors import IndexOutOfRangeError, NbxTypeError, NbxValueError
 from nbx_core.ops import views as V
 from nbx_core.runtime.kernels.copy import contiguous_copy, copy_into
+from nbx_core.runtime.tuning import Key, Tunable, bucket
 from nbx_core.shape import wrap_dim
 from nbx_core.tensor import NBXTensor, empty_tensor
 from nbx_core.tensor.args import int_arg
@@ -166,17 +170,18 @@ def _take_kernel(val_ptr, idx_ptr, x_ptr, k, n, x_row, x_step, BLOCK: tl.constex
     tl.store(val_ptr + row * k + t, tl.load(x_ptr + row * x_row + pos * x_step, mask=m), mask=m)
 
 
-CHUNK = 16 if BACKEND == "cpu" else 512
-"""Keys per in-register chunk sort (small on the interpreter, so that tests reach the merge and
-candidate passes). A longer chunk costs more per key in its sort and saves merge passes; 512 keys
-at 4 warps sorted long rows fastest (benchmarks/results/sweeps/h200-index-conv-pointwise-attention.json)."""
-CHUNK_WARPS = 4
-"""Warps of a chunk sort of ``CHUNK`` keys on a GPU (shorter rows' chunks take 4)."""
-MERGE_BLOCK = 2048
-"""Outputs per merge program, capped at two runs (on the interpreter that cap makes it 2 * CHUNK):
-a longer block spreads its two binary searches over more outputs."""
-MERGE_WARPS = 4
-"""Warps per merge program on a GPU."""
+SORT = Tunable(
+    "index", "sort", {"CHUNK": "pow2", "CHUNK_WARPS": "pow2", "MERGE_BLOCK": "pow2", "MERGE_WARPS": "pow2"},
+    key=lambda size, n: Key({"itemsize": size, "N": bucket(n)}),
+    rule=lambda size, n: {"CHUNK": 512, "CHUNK_WARPS": 4, "MERGE_BLOCK": 2048, "MERGE_WARPS": 4},
+    interpreter=lambda size, n: {"CHUNK": 16, "CHUNK_WARPS": 4, "MERGE_BLOCK": 2048, "MERGE_WARPS": 4},
+    tables=Path(__file__).with_name("configs"))
+"""The sort's launches. CHUNK: keys per in-register chunk sort (small on the interpreter, so that
+tests reach the merge and candidate passes); a longer chunk costs more per key in its sort and
+saves merge passes (configs/h200.json's source). CHUNK_WARPS: warps of a chunk sort of CHUNK keys
+(shorter rows' chunks take 4). MERGE_BLOCK: outputs per merge program, capped at two runs (on the
+interpreter that cap makes it 2 * CHUNK); a longer block spreads its two binary searches over more
+outputs. MERGE_WARPS: warps per merge program. Arguments: the itemsize and the row length."""
 
 _SUPPORTED = (D.bool_, D.uint8, D.int8, D.int16, D.int32, D.int64, D.float16, D.bfloat16, D.float32, D.float64)
 
@@ -195,52 +200,54 @@ def _rows(op: str, x: NBXTensor, d: int) -> tuple[NBXTensor, int, int, int]:
 
 
 def _sort_rows(vals: NBXTensor, idx: NBXTensor, src: NBXTensor, R: int, n: int, k: int, row: int, step: int,
-               desc: bool) -> None:
+               desc: bool, config: Mapping[str, int] | None = None) -> None:
     """The first ``k`` of each row in sorted order, values into ``vals`` and positions into ``idx``
-    (``(R, k)`` contiguous): chunk sorts, then merge passes (all of the row) or candidate passes."""
-    chunk = min(next_pow2(n), CHUNK)
+    (``(R, k)`` contiguous): chunk sorts, then merge passes (all of the row) or candidate passes.
+    ``config`` replaces :data:`SORT`'s lookup."""
+    cfg = SORT.choose(config, src.dtype.itemsize, n)
+    chunk = min(next_pow2(n), cfg["CHUNK"])
     nchunks = cdiv(n, chunk)
     if k == n or 2 * next_pow2(k) > chunk:
         width = nchunks * chunk
         keys = empty_tensor((R, width), D.int64, src.device)
-        _chunk_sort(keys, src, n, R, nchunks, row, step, False, desc, chunk, chunk)
+        _chunk_sort(keys, src, n, R, nchunks, row, step, False, desc, chunk, chunk, cfg)
         if nchunks > 1:
-            _merge(keys, R, width, chunk, vals, idx, src, k, row, step)
+            _merge(keys, R, width, chunk, vals, idx, src, k, row, step, cfg)
             return
     else:
         kp = next_pow2(k)
         keys = empty_tensor((R, nchunks * kp), D.int64, src.device)
-        _chunk_sort(keys, src, n, R, nchunks, row, step, False, desc, chunk, kp)
+        _chunk_sort(keys, src, n, R, nchunks, row, step, False, desc, chunk, kp, cfg)
         width = nchunks * kp
         while nchunks > 1:
-            chunk2 = min(next_pow2(width), CHUNK)
+            chunk2 = min(next_pow2(width), cfg["CHUNK"])
             nchunks = cdiv(width, chunk2)
             nxt = empty_tensor((R, nchunks * kp), D.int64, src.device)
-            _chunk_sort(nxt, keys, width, R, nchunks, width, 1, True, desc, chunk2, kp)
+            _chunk_sort(nxt, keys, width, R, nchunks, width, 1, True, desc, chunk2, kp, cfg)
             keys, width = nxt, nchunks * kp
     block = min(next_pow2(k), 1024)
     launch(_unpack_kernel, (R, cdiv(k, block)), vals, idx, keys, src, k, width, row, step, BLOCK=block)
 
 
 def _chunk_sort(out: NBXTensor, src: NBXTensor, n: int, R: int, nchunks: int, row: int, step: int, packed: bool,
-                desc: bool, chunk: int, keep: int) -> None:
+                desc: bool, chunk: int, keep: int, cfg: Mapping[str, int]) -> None:
     nv = R * nchunks
     bv = min(next_pow2(nv), max(1, 4096 // chunk)) if BACKEND == "cpu" else 1
     launch(_chunk_kernel, (cdiv(nv, bv),), out, src, n, nchunks, nv, row, out.shape[1], step, PACKED=packed,
-           DESC=desc, CHUNK=chunk, KEEP=keep, BLOCK_V=bv, num_warps=CHUNK_WARPS if chunk >= CHUNK else 4)
+           DESC=desc, CHUNK=chunk, KEEP=keep, BLOCK_V=bv, num_warps=cfg["CHUNK_WARPS"] if chunk >= cfg["CHUNK"] else 4)
 
 
 def _merge(keys: NBXTensor, R: int, n_pad: int, run: int, vals: NBXTensor, idx: NBXTensor, x: NBXTensor, k: int,
-           x_row: int, x_step: int) -> None:
+           x_row: int, x_step: int, cfg: Mapping[str, int]) -> None:
     """Merge sorted runs of ``run`` keys until each row is one run; the last pass writes the first
     ``k`` positions into ``idx`` and their values from ``x`` into ``vals``."""
-    block = min(MERGE_BLOCK, 2 * run)
+    block = min(cfg["MERGE_BLOCK"], 2 * run)
     other = empty_tensor(keys.shape, D.int64, keys.device) if 2 * run < n_pad else keys
     while run < n_pad:
         last = 2 * run >= n_pad
         launch(_merge_kernel, (R, cdiv(n_pad, block)), idx if last else other, keys, vals, x, n_pad, run,
                run.bit_length(), k, x_row, x_step, UNPACK=last, BLOCK=block, LOG=block.bit_length() - 1,
-               num_warps=MERGE_WARPS)
+               num_warps=cfg["MERGE_WARPS"])
         keys, other = other, keys
         run *= 2
 

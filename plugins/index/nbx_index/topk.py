@@ -17,14 +17,18 @@ Lanes past the row's end hold the largest key with positions ``>= n``: in (key, 
 they come after every element, so they are never taken, even when the row holds that key too.
 """
 
+from collections.abc import Mapping
+from pathlib import Path
+
 # nbx_core.runtime.launch picks the backend, which must happen before Triton is first imported.
-from nbx_core.runtime.launch import BACKEND, launch, next_pow2
+from nbx_core.runtime.launch import launch, next_pow2
 
 # isort: split
 import triton
 import triton.language as tl
 
 from nbx_core import dtypes as D
+from nbx_core.runtime.tuning import Key, Tunable, bucket
 from nbx_core.tensor import NBXTensor, empty_tensor
 
 from .sortkeys import LOW, PAD, key32
@@ -33,10 +37,14 @@ ROW_MAX = 32768
 """Longest row (rounded up to a power of two) held in registers; longer rows take the chunk path."""
 K_MAX = 4096
 """Largest ``k`` (rounded up to a power of two) sorted in registers at the end."""
-WARPS = 1 if BACKEND == "cpu" else 32
-"""Warps of a row program on a GPU, for rows of at least 256 * WARPS: the most warps a program can
-have, since 16 or 8 were much slower on long rows
-(benchmarks/results/sweeps/h200-index-conv-pointwise-attention.json)."""
+TOPK = Tunable(
+    "index", "topk", {"num_warps": "pow2"},
+    key=lambda size, n: Key({"itemsize": size, "N": bucket(n)}),
+    # At least 8 keys per thread: a short row gets fewer warps rather than idle, replicated ones.
+    rule=lambda size, n: {"num_warps": max(1, min(32, next_pow2(n) // 256))},
+    interpreter=lambda size, n: {"num_warps": 1}, tables=Path(__file__).with_name("configs"))
+"""Warps of a row program of the in-register select (configs/h200.json's source measured 8 to 32
+on long rows). Arguments: the itemsize and the row length."""
 
 
 @triton.jit(do_not_specialize=["x_step"])
@@ -112,12 +120,12 @@ def fits(n: int, k: int, itemsize: int) -> bool:
 
 
 def select_rows(vals: NBXTensor, idx: NBXTensor, src: NBXTensor, R: int, n: int, k: int, row: int, step: int,
-                desc: bool) -> None:
+                desc: bool, config: Mapping[str, int] | None = None) -> None:
     """The first ``k`` of each of ``R`` rows of ``src`` (``n`` elements, strides ``row`` and ``step``)
-    in sorted order: values into ``vals`` and int64 positions into ``idx``, both ``(R, k)`` contiguous."""
+    in sorted order: values into ``vals`` and int64 positions into ``idx``, both ``(R, k)`` contiguous.
+    ``config`` replaces :data:`TOPK`'s lookup."""
     np2 = next_pow2(n)
-    # At least 8 keys per thread: a short row gets fewer warps rather than idle, replicated ones.
-    warps = max(1, min(WARPS, np2 // 256))
+    warps = TOPK.choose(config, src.dtype.itemsize, n)["num_warps"]
     tw = min(np2, 32 * warps)
     count = empty_tensor((R,), D.int32, src.device)
     launch(_select_kernel, (R,), vals, idx, count, src, n, k, row, step, DESC=desc, E=np2 // tw, TW=tw, KP=next_pow2(k),

@@ -13,9 +13,10 @@ arithmetic. ``beta == 0`` ignores ``c`` entirely (NaN and inf included) and ``al
 the product, as torch does. Float ``alpha``/``beta`` with integer tensors are truncated, as torch's
 addmm/addmv/baddbmm do (addr refuses them, as torch does).
 
-On a GPU the tile configuration comes from :mod:`nbx_linalg.configs` by dtype, shape bucket and
-operand layout (shipped H200 table, user cache written by :func:`tune`); on the interpreter large
-tiles keep the number of programs small. Operands are loaded through pointers (``cp.async`` on
+The tile configuration comes from :data:`nbx_linalg.configs.GEMM` by dtype, shape bucket and
+operand layout (on a GPU: the user cache written by ``nbx tune``, the shipped table for its
+architecture, the rule; on the interpreter large tiles keep the number of programs small), unless
+``gemm`` is given ``config=``. Operands are loaded through pointers (``cp.async`` on
 Hopper) or, where the configuration says ``TMA`` and strides and alignment allow, for half types,
 through tensor descriptors the kernel builds (Hopper's copy engine). Where it says ``WS``, products
 of half-type row-major stacks without ``c`` run :mod:`nbx_linalg.warp_specialized`'s persistent,
@@ -23,24 +24,21 @@ warp-specialized kernel instead.
 """
 
 
-import time
 from collections.abc import Sequence
 from contextlib import nullcontext
 from typing import Any
 
-import numpy as np
 import triton
 import triton.language as tl
 from nbx_core import dtypes as D
-from nbx_core.backend import default_device
-from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
+from nbx_core.errors import NbxTypeError, ShapeError
 from nbx_core.runtime.kernels.copy import cast_to
 from nbx_core.runtime.kernels.descriptors import descriptor_memory, tma_readable
 from nbx_core.runtime.kernels.dot import dot_operand
 from nbx_core.runtime.kernels.indexing import needs_int64, strided_offsets
 from nbx_core.runtime.kernels.tickets import last_to_arrive, tickets
 from nbx_core.runtime.kernels.tiles import grouped_tile
-from nbx_core.runtime.launch import BACKEND, cdiv, launch, multiprocessors, next_pow2
+from nbx_core.runtime.launch import BACKEND, cdiv, launch, multiprocessors
 from nbx_core.runtime.pointwise import tl_dtype
 from nbx_core.shape import broadcast_shapes, broadcast_strides, coalesce, contiguous_strides, numel, view_strides
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
@@ -274,17 +272,6 @@ def _tma_operand(t: NBXTensor, strides: tuple[int, ...], batch_strides: tuple[in
     return tma_readable(t, inner, outer, batch_strides)
 
 
-def _config(dtype: D.DType, m: int, n: int, k: int, use_dot: bool, layout: str, ws: bool = True) -> dict[str, int]:
-    """The tile configuration of a GEMM (without ``ws``, the first one that does not ask for the
-    warp-specialized kernel): module-level so that benchmarks can swap it."""
-    if BACKEND == "cpu":
-        # The interpreter pays per program, not per element: few, large tiles.
-        side = 32 if not use_dot else 128
-        return {"BLOCK_M": min(max(16, next_pow2(m)), side), "BLOCK_N": min(max(16, next_pow2(n)), side),
-                "BLOCK_K": min(max(16, next_pow2(k)), side), "GROUP_M": 8, "num_warps": 1, "num_stages": 1}
-    return configs.lookup(dtype.name if use_dot else "int64", m, n, k, layout, ws)
-
-
 def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alpha: Any = 1, beta: Any = 0,
          out: NBXTensor | None = None, out_dtype: D.DType | None = None,
          config: dict[str, int] | None = None, zero_alpha_skips: bool = True) -> NBXTensor:
@@ -319,7 +306,8 @@ def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alp
     # float64 multiplies with FMAs: Triton 3.6 cannot compile a float64 tl.dot for sm_90.
     use_dot = acc.is_floating_point and a.dtype is b.dtype and a.dtype.is_floating_point and a.dtype is not D.float64
     layout = configs.layout_of(a_st[-2], a_st[-1], b_st[-2], b_st[-1])
-    cfg = dict(config) if config is not None else _config(a.dtype, m, n, k, use_dot, layout)
+    tile_args = (a.dtype.name if use_dot else "int64", m, n, k, layout)
+    cfg = configs.GEMM.choose(config, *tile_args)
     a_t, b_t = layout[0] == "T", layout[1] == "T"
     nbatch = numel(batch)
     if cfg.get("WS"):
@@ -330,7 +318,7 @@ def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alp
                                          max(cfg.get("PERSISTENT", 0), 1) * multiprocessors(device.index or 0))
             return out
         # The table's next entry for this shape (a configuration passed in keeps its tiles).
-        cfg = dict(config) if config is not None else _config(a.dtype, m, n, k, use_dot, layout, False)
+        cfg = configs.GEMM.choose(config, *tile_args, skip=("WS",))
         cfg.pop("WS", None)
     bm, bn, bk = cfg.pop("BLOCK_M"), cfg.pop("BLOCK_N"), cfg.pop("BLOCK_K")
     split_k = cfg.pop("SPLIT_K", 1)
@@ -635,52 +623,3 @@ def linear(input: NBXTensor, weight: NBXTensor, bias: NBXTensor | None = None, *
         raise ShapeError(f"{op}: input of shape {input.shape} and weight of shape {weight.shape} do not fit: "
                          f"input's last dim ({input.shape[-1]}) must equal weight's last dim ({weight.shape[-1]})")
     return product(op, input, w, bias, out=out)
-
-
-# -- tuning ---------------------------------------------------------------------------------------
-
-def tune(m: int, n: int, k: int, dtype: Any = "bfloat16", layout: str = "NN", reps: int = 20) -> dict[str, int]:
-    """Time the candidate tile configurations for an (M, K) @ (K, N) GEMM on this GPU and persist the best.
-
-    ``layout`` says how the operands are stored (see :mod:`nbx_linalg.configs`): ``NN`` as for
-    ``mm``, ``NT`` as for ``linear`` (b is the transpose of an (N, K) matrix). The choice is stored in
-    the user cache under the shape's bucket and layout and used by every later process. Inputs are
-    random normal values: timing on zeros would flatter the GPU's power and clocks. Needs the cuda
-    backend.
-    """
-    if layout not in configs.LAYOUTS:
-        raise NbxValueError(f"tune: layout must be one of {', '.join(configs.LAYOUTS)}, got {layout!r}")
-    if BACKEND != "cuda":
-        raise NbxValueError(f"tune: needs the cuda backend (a GPU), this process runs on {BACKEND!r}")
-    from nbx_core.memory.cuda import synchronize
-    from nbx_core.tensor import tensor as new_tensor
-
-    dt = D.as_dtype(dtype)
-    dev = default_device()
-    rng = np.random.default_rng(0)
-
-    def operand(rows: int, cols: int, transposed: bool) -> NBXTensor:
-        shape = (cols, rows) if transposed else (rows, cols)
-        t = new_tensor(rng.standard_normal(shape, dtype=np.float32), dtype=dt, device=dev)
-        return _strided(t, (rows, cols), t.stride()[::-1]) if transposed else t
-
-    a, b = operand(m, k, layout[0] == "T"), operand(k, n, layout[1] == "T")
-    out = empty_tensor((m, n), dt, dev)
-    best, best_t = None, float("inf")
-    for cfg in configs.CANDIDATES:
-        try:
-            gemm("tune", a, b, out=out, config=cfg)
-            synchronize()
-            t0 = time.perf_counter()
-            for _ in range(reps):
-                gemm("tune", a, b, out=out, config=cfg)
-            synchronize()
-            t = (time.perf_counter() - t0) / reps
-        except Exception:  # a configuration that does not fit this GPU (shared memory) is skipped
-            continue
-        if t < best_t:
-            best, best_t = cfg, t
-    if best is None:
-        raise NbxValueError(f"tune: no candidate configuration compiled for {m}x{n}x{k} {dt} {layout}")
-    configs.remember(dt.name, m, n, k, best, layout)
-    return dict(best)

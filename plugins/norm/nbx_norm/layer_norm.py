@@ -8,10 +8,11 @@ second normalises. Statistics are float32 for half types (float64 for float64 in
 """
 
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 # nbx_core.runtime.launch picks the backend, which must happen before Triton is first imported.
-from nbx_core.runtime.launch import BACKEND, Prepared, cdiv, prepare, row_blocks
+from nbx_core.runtime.launch import Prepared, cdiv, prepare, row_blocks
 
 # isort: split
 import triton
@@ -23,6 +24,7 @@ from nbx_core.ops.copy import contiguous
 from nbx_core.ops.creation import full
 from nbx_core.runtime.plans import PlanCache, geometry
 from nbx_core.runtime.pointwise import tl_dtype
+from nbx_core.runtime.tuning import Config, Key, Tunable, bucket, frozen
 from nbx_core.shape import numel
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 from nbx_core.tensor.args import FLOATING, optional_tensor, tensor_arg
@@ -33,8 +35,6 @@ FUSED_MAX = 32768
 """Longest row kept whole in registers; longer rows take the chunked kernel (tests lower it)."""
 CHUNK = 4096
 """Chunk of the chunked kernel (capped by FUSED_MAX)."""
-_TILE = 4096 if BACKEND != "cpu" else 1 << 14
-"""Elements per program for short rows: several rows share one program up to this."""
 
 
 @triton.jit
@@ -119,11 +119,25 @@ def _row_norm_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, M, N, eps32
         tl.store(rstd_ptr + rows, rstd.to(rstd_ptr.dtype.element_ty), mask=rmask)
 
 
-def _num_warps(block: int) -> int:
-    if BACKEND == "cpu":
-        return 1
-    # Measured on the H200 (benchmarks/sweep.py): 8 warps up to 4096 columns, 32 for 32768.
-    return 4 if block <= 1024 else 8 if block <= 4096 else 16 if block <= 16384 else 32
+def row_block(n: int) -> int:
+    """The row kernel's block for rows of ``n``: the row rounded up to a power of two, or the chunk
+    of a row longer than FUSED_MAX."""
+    return row_blocks(1, n, FUSED_MAX, CHUNK, 1)[0]
+
+
+def _gpu_rule(dtype: str, n: int, block: int) -> Config:
+    # More warps as the block grows (configs/h200.json holds the H200 sweep's shapes).
+    return {"TILE": 4096, "num_warps": 4 if block <= 1024 else 8 if block <= 4096 else 16 if block <= 16384 else 32}
+
+
+ROW_NORM = Tunable(
+    "norm", "row_norm", {"TILE": "pow2", "num_warps": "pow2"},
+    key=lambda dtype, n, block: Key({"dtype": dtype, "N": bucket(n)}), rule=_gpu_rule,
+    interpreter=lambda dtype, n, block: {"TILE": 1 << 14, "num_warps": 1},
+    tables=Path(__file__).with_name("configs"))
+"""The row kernel's launch: ``TILE``, the elements a program takes when rows are short (several
+rows share it), and ``num_warps``. Arguments: the input's dtype name, the row length and the
+kernel's block (the row, rounded up to a power of two, or the chunk of a long row)."""
 
 
 class _RowPlan:
@@ -131,7 +145,7 @@ class _RowPlan:
     result and statistics shapes, which operands need a contiguous copy, and the prepared launch."""
 
     def __init__(self, op: str, x: NBXTensor, shape: tuple[int, ...], weight: NBXTensor | None,
-                 bias: NBXTensor | None, eps: float, rms: bool, stats: bool) -> None:
+                 bias: NBXTensor | None, eps: float, rms: bool, stats: bool, config: Mapping[str, int] | None) -> None:
         x = tensor_arg(op, x, "input", dtypes=FLOATING)
         if not shape:
             raise ShapeError(f"{op}: normalized_shape must name at least one dim, got []")
@@ -159,27 +173,29 @@ class _RowPlan:
         self.run: Prepared | None = None
         if m == 0 or n == 0:
             return
-        block, rows, chunked = row_blocks(m, n, FUSED_MAX, CHUNK, _TILE)
+        cfg = ROW_NORM.choose(config, x.dtype.name, n, row_block(n))
+        block, rows, chunked = row_blocks(m, n, FUSED_MAX, CHUNK, cfg["TILE"])
         self.run = prepare(_row_norm_kernel, (cdiv(m, rows),),
                            (None, None, None, None, None, None, m, n, float(eps), float(eps)), range(6),
                            RMS=rms, HAS_W=weight is not None, HAS_B=bias is not None, STATS=stats,
                            CHUNKED=chunked, ROWS=rows, BLOCK=block, COMPUTE=tl_dtype(D.compute_dtype(x.dtype)),
-                           num_warps=_num_warps(block))
+                           num_warps=cfg["num_warps"])
 
 
 _plans: PlanCache[_RowPlan] = PlanCache()
 
 
 def row_norm(op: str, x: NBXTensor, normalized_shape: Sequence[int], weight: NBXTensor | None,
-             bias: NBXTensor | None, eps: float, rms: bool,
-             stats: bool) -> tuple[NBXTensor, NBXTensor | None, NBXTensor | None]:
+             bias: NBXTensor | None, eps: float, rms: bool, stats: bool, *,
+             config: Mapping[str, int] | None = None) -> tuple[NBXTensor, NBXTensor | None, NBXTensor | None]:
     """Normalise ``x`` over its trailing ``normalized_shape``; returns (out, mean, rstd).
 
     ``mean`` and ``rstd`` have torch's shape (leading dims, then ones) and are None unless ``stats``.
+    ``config`` replaces :data:`ROW_NORM`'s lookup.
     """
     shape = tuple(int(s) for s in normalized_shape)
-    key = (op, geometry(x), shape, geometry(weight), geometry(bias), eps, rms, stats)
-    plan = _plans.get(key, lambda: _RowPlan(op, x, shape, weight, bias, eps, rms, stats))
+    key = (op, geometry(x), shape, geometry(weight), geometry(bias), eps, rms, stats, frozen(config))
+    plan = _plans.get(key, lambda: _RowPlan(op, x, shape, weight, bias, eps, rms, stats, config))
     device = plan.device
     out = empty_tensor(plan.shape, plan.dtype, device)
     mean = rstd = None

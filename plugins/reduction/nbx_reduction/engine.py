@@ -28,7 +28,9 @@ types accumulate in float32.
 """
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NamedTuple
 
 # nbx_core.runtime.launch picks the backend, which must happen before Triton is first imported.
@@ -46,6 +48,7 @@ from nbx_core.runtime.kernels.indexing import needs_int64
 from nbx_core.runtime.kernels.tickets import last_to_arrive, tickets
 from nbx_core.runtime.plans import PlanCache, geometry
 from nbx_core.runtime.pointwise import tl_dtype
+from nbx_core.runtime.tuning import Key, Tunable, bucket, frozen
 from nbx_core.shape import contiguous_strides
 from nbx_core.tensor import NBXTensor, empty_tensor
 
@@ -61,11 +64,10 @@ Q_NONE, Q_SQRT, Q_ROOT, Q_MEAN, Q_VAR, Q_STD, Q_LSE, Q_SCALE = range(8)
 # runs (and is tested) for rows longer than this.
 _CPU_BLOCK = 1024
 # On the interpreter K is split into slices of this many elements (so that the split path is
-# tested); on a GPU, a launch of fewer programs than _GPU_PROGRAMS splits K to reach about that
-# many (each slice at least _SPLIT_BLOCKS blocks of BLOCK_K long). Slices are whole loop steps.
+# tested); on a GPU, a launch of fewer programs than the configuration's PROGRAMS splits K to reach
+# about that many (each slice at least SPLIT_BLOCKS blocks of BLOCK_K long). Slices are whole loop
+# steps.
 _CPU_SPLIT = 2 * _CPU_BLOCK
-_GPU_PROGRAMS = 1056
-_SPLIT_BLOCKS = 4
 
 
 @triton.jit
@@ -463,17 +465,19 @@ def acc_dtype(dtype: D.DType, op: int) -> D.DType:
 def reduce(x: NBXTensor, dims: tuple[int, ...], keepdim: bool, op: int, out_dtype: D.DType, *,
            src: D.DType | None = None, acc: D.DType | None = None, pre: int = P_NONE, post: int = Q_NONE,
            p: float = 0.0, corr: float = 0.0, store: int = 1, ident: float | int | None = None,
-           count: int | None = None) -> Any:
+           count: int | None = None, config: Mapping[str, int] | None = None) -> Any:
     """Reduce ``x`` over ``dims`` (already wrapped; empty means a size-1 reduction of each element).
 
     ``src`` is the type elements are first cast to (torch's ``dtype=``), ``acc`` the accumulator
     type, ``store`` 1 for values, 2 for int64 indices, 3 for both (a tuple); ``ident`` replaces the
     op's identity (what an empty reduction gives); ``count`` what mean and variance divide by
-    (default: the reduced size).
+    (default: the reduced size); ``config`` replaces the lookup of :data:`ROWS` or :data:`COLUMNS`,
+    whichever kernel runs.
     """
-    key = (geometry(x), tuple(dims), keepdim, op, out_dtype, src, acc, pre, post, p, corr, store, ident, count)
+    key = (geometry(x), tuple(dims), keepdim, op, out_dtype, src, acc, pre, post, p, corr, store, ident, count,
+           frozen(config))
     st = _steps.get(key, lambda: _Steps(x, dims, keepdim, op, out_dtype, src, acc, pre, post, p, corr, store,
-                                         ident, count))
+                                         ident, count, config))
     device = x.device
     outs = []
     if store % 2 == 1:
@@ -501,7 +505,8 @@ class _Steps:
 
     def __init__(self, x: NBXTensor, dims: tuple[int, ...], keepdim: bool, op: int, out_dtype: D.DType,
                  src: D.DType | None, acc: D.DType | None, pre: int, post: int, p: float, corr: float,
-                 store: int, ident: float | int | None, count: int | None) -> None:
+                 store: int, ident: float | int | None, count: int | None,
+                 config: Mapping[str, int] | None) -> None:
         src = src or x.dtype
         self.acc = acc = acc or acc_dtype(src, op)
         kept = [d for d in range(x.ndim) if d not in dims]
@@ -521,15 +526,17 @@ class _Steps:
         count = pl.K if count is None else count
         use_col = pl.I > 1 and abs(pl.si) <= abs(pl.sk)
         if use_col:
-            bi, bk, warps, unroll, stages, regs = Tiles(*col_tiles(pl.I, pl.K, op, pl.x.dtype.itemsize))
+            cfg = COLUMNS.choose(config, op, pl.x.dtype.itemsize, pl.I, pl.K)
+            bi, bk, warps, unroll, stages, regs = (cfg[name] for name in _TILE_PARAMS)
             programs = pl.O * cdiv(pl.I, bi)
             even = pl.I % bi == 0
         else:
             rows = pl.O * pl.I
-            bm, bk, warps, unroll, stages, regs = Tiles(*row_tiles(rows, pl.K, op, pl.x.dtype.itemsize))
+            cfg = ROWS.choose(config, op, pl.x.dtype.itemsize, rows, pl.K)
+            bm, bk, warps, unroll, stages, regs = (cfg[name] for name in _TILE_PARAMS)
             programs = cdiv(rows, bm)
             even = rows % bm == 0
-        splits = _splits(op, programs, pl.K, bk)
+        splits = _splits(op, programs, pl.K, bk, cfg)
         # A slice of K is whole steps of `unroll` blocks, and a step no longer than the slice.
         unroll = max(min(unroll, cdiv(cdiv(pl.K, splits), bk)), 1)
         step = bk * unroll
@@ -578,15 +585,15 @@ class _Reach:
 
 _steps: PlanCache[_Steps] = PlanCache()
 
-def _splits(op: int, programs: int, K: int, bk: int) -> int:
+def _splits(op: int, programs: int, K: int, bk: int, cfg: Mapping[str, int]) -> int:
     """How many slices of K to reduce apart (variance and logsumexp never split)."""
     if op in (VAR, LSE):
         return 1
     if BACKEND == "cpu":
         return max(cdiv(K, _CPU_SPLIT), 1)
-    if programs >= _GPU_PROGRAMS:
+    if programs >= cfg["PROGRAMS"]:
         return 1
-    return max(min(cdiv(_GPU_PROGRAMS, programs), cdiv(K, _SPLIT_BLOCKS * bk)), 1)
+    return max(min(cdiv(cfg["PROGRAMS"], programs), cdiv(K, cfg["SPLIT_BLOCKS"] * bk)), 1)
 
 
 class Tiles(NamedTuple):
@@ -605,9 +612,10 @@ class Tiles(NamedTuple):
     regs: int = 0
 
 
-def row_tiles(rows: int, K: int, op: int, size: int) -> Tiles:
-    """The row kernel's tiles for ``rows`` rows of ``K`` elements of ``size`` bytes reduced by ``op``."""
-    if BACKEND == "cpu":
+def row_tiles(rows: int, K: int, op: int, size: int, gpu: bool) -> Tiles:
+    """The row kernel's tiles for ``rows`` rows of ``K`` elements of ``size`` bytes reduced by ``op``,
+    on a ``gpu`` or the interpreter."""
+    if not gpu:
         bk = min(next_pow2(K), _CPU_BLOCK)
         return Tiles(min(next_pow2(rows), max(_CPU_BLOCK // bk, 1)), bk, 1)
     if op in (ARGMAX, ARGMIN) and 1024 <= K <= 4096:
@@ -626,10 +634,10 @@ def row_tiles(rows: int, K: int, op: int, size: int) -> Tiles:
     return Tiles(bm, bk, 8 if bm * bk >= 2048 else 4)
 
 
-def col_tiles(I: int, K: int, op: int, size: int) -> Tiles:
+def col_tiles(I: int, K: int, op: int, size: int, gpu: bool) -> Tiles:
     """The column kernel's tiles for ``I`` columns walked down ``K`` rows of ``size``-byte elements,
-    reduced by ``op``."""
-    if BACKEND == "cpu":
+    reduced by ``op``, on a ``gpu`` or the interpreter."""
+    if not gpu:
         bi = min(next_pow2(I), _CPU_BLOCK)
         return Tiles(bi, min(next_pow2(K), max(_CPU_BLOCK // bi, 1)), 1)
     if op in (VAR, LSE):
@@ -650,3 +658,30 @@ def col_tiles(I: int, K: int, op: int, size: int) -> Tiles:
         return Tiles(bi, bk, 4, 1, 1 + min((32 << 10) // (bi * bk * size), 2))
     bk = min(next_pow2(K), 64)
     return Tiles(bi, bk, 4, 1, 1 + min((32 << 10) // (bi * bk * size), 2))
+
+
+_TILE_PARAMS = ("BLOCK", "BLOCK_K", "num_warps", "UNROLL", "STAGES", "MAXNREG")
+_OP_NAMES = ("sum", "prod", "max", "min", "argmax", "argmin", "var", "lse")
+_SPLIT = {"PROGRAMS": 1056, "SPLIT_BLOCKS": 4}
+"""A GPU launch of fewer programs than PROGRAMS splits K (1056: 8 per SM of an H200)."""
+
+
+def _tunable(name: str, tiles: Any, what: str) -> Tunable:
+    return Tunable(
+        "reduction", name,
+        {"BLOCK": "pow2", "BLOCK_K": "pow2", "num_warps": "pow2", "UNROLL": "count", "STAGES": "count0",
+         "MAXNREG": "count0", "PROGRAMS": "count", "SPLIT_BLOCKS": "count"},
+        key=lambda op, size, n, K: Key({"op": _OP_NAMES[op], "itemsize": size, what: bucket(n), "K": bucket(K)}),
+        rule=lambda op, size, n, K: {**dict(zip(_TILE_PARAMS, tiles(n, K, op, size, True), strict=True)), **_SPLIT},
+        interpreter=lambda op, size, n, K: {**dict(zip(_TILE_PARAMS, tiles(n, K, op, size, False), strict=True)),
+                                            **_SPLIT},
+        tables=Path(__file__).with_name("configs"))
+
+
+ROWS = _tunable("rows", row_tiles, "R")
+"""The row kernel's launch (the fields of :class:`Tiles`: BLOCK rows by BLOCK_K elements a load,
+warps, UNROLL, STAGES, MAXNREG), and when K splits on a GPU (PROGRAMS, SPLIT_BLOCKS; the interpreter
+splits K into slices of its own). Arguments: the op code, the itemsize, the rows and K."""
+COLUMNS = _tunable("columns", col_tiles, "I")
+"""The column kernel's launch (BLOCK columns), as :data:`ROWS`; arguments: the op code, the
+itemsize, the kept columns and K."""

@@ -15,6 +15,9 @@ four-step and Bluestein compose two or four such stages with exactly rounded tab
 On the GPU, ``tl.dot`` runs in ``tf32x3`` (three tensor-core passes, float32-level precision).
 """
 
+from collections.abc import Mapping
+from pathlib import Path
+
 import triton
 import triton.language as tl
 
@@ -23,16 +26,25 @@ from nbx_core.ops import views
 from nbx_core.ops.copy import copy_
 from nbx_core.runtime.kernels.indexing import needs_int64
 from nbx_core.runtime.launch import BACKEND, cdiv, launch
+from nbx_core.runtime.tuning import Key, Tunable, bucket
 from nbx_core.tensor import NBXTensor, empty_tensor
 
 from . import plan, row_fft
 
 DOT_PRECISION = "tf32x3"
 
-TILES = (64, 32, 32, 2, 3)
-"""GPU tiles of ``_dft_kernel``: (BM, BN, BK, num_warps, num_stages). Narrow tiles beat 128-row
-ones (benchmarks/results/sweeps/h200-spectral-stft.json); 201 bins fill 32-column tiles with little
-waste."""
+DFT = Tunable(
+    "spectral", "dft", {"BM": "pow2", "BN": "pow2", "BK": "pow2", "num_warps": "pow2", "num_stages": "count"},
+    key=lambda kind, n, rows: Key({"kind": kind, "N": bucket(n), "M": bucket(rows)}),
+    # Narrow tiles won on the H200's stft sweep (configs/h200.json's source): 201 bins fill
+    # 32-column tiles with little waste.
+    rule=lambda kind, n, rows: {"BM": 64, "BN": 32, "BK": 32, "num_warps": 2, "num_stages": 3},
+    # Few, large programs on the interpreter, where each costs Python time.
+    interpreter=lambda kind, n, rows: {"BM": min(max(triton.next_power_of_2(rows), 16), 256), "BN": 64, "BK": 64,
+                                       "num_warps": 1, "num_stages": 1},
+    tables=Path(__file__).with_name("configs"))
+"""Tiles of ``_dft_kernel`` (BM rows by BN bins, BK samples a step), warps and stages. Arguments:
+the DFT's kind (r2c, c2c, c2r), its length and the rows it transforms."""
 
 
 @triton.jit
@@ -113,14 +125,6 @@ def _hermitian_kernel(x_ptr, y_ptr, n_half, n, sx_row, sx_el, BLOCK: tl.constexp
     tl.store(y_ptr + y_off[:, None] + tl.arange(0, 2)[None, :], tl.join(re, im), mask=ok[:, None])
 
 
-def _tiles(m: int) -> tuple[int, int, int, int, int]:
-    """(BM, BN, BK, num_warps, num_stages): few, large programs on the interpreter, where each costs
-    Python time."""
-    if BACKEND == "cpu":
-        return min(max(triton.next_power_of_2(m), 16), 256), 64, 64, 1, 1
-    return TILES
-
-
 def _floats(t: NBXTensor) -> NBXTensor:
     """The float32 data of ``t`` (a complex tensor's re, im pairs); strides in float32 elements."""
     return views.view_as_real(t) if t.dtype.is_complex else t
@@ -128,13 +132,15 @@ def _floats(t: NBXTensor) -> NBXTensor:
 
 def dft(x: NBXTensor, y: NBXTensor, *, kind: str, n: int, n_out: int, sign: int, rows: int,
         xa: tuple[int, int, int, int], ya: tuple[int, int, int, int], k_in: int, freq: tuple[int, int, int],
-        scale: float = 1.0, twiddle: int = 0, window: NBXTensor | None = None) -> None:
+        scale: float = 1.0, twiddle: int = 0, window: NBXTensor | None = None,
+        config: Mapping[str, int] | None = None) -> None:
     """One matmul stage: ``rows`` rows of ``x`` against the ``kind`` DFT matrix of length ``n``.
 
     ``xa``/``ya`` = (R1, s0, s1, sk) in float32 elements: row m at (m // R1) * s0 + (m % R1) * s1,
     input sample (output bin) i at i * sk. ``k_in`` is the number of input samples read per row;
     ``freq`` = (fr, fc, limit) masks stores whose bin (m % R1) * fr + col * fc reaches ``limit``.
     ``twiddle`` = n_total multiplies output col k1 of row m by exp(sign*2*pi*i*k1*(m % R1)/n_total).
+    ``config`` replaces :data:`DFT`'s lookup.
     """
     xf, yf = _floats(x), _floats(y)
     pin = 2 if x.dtype.is_complex else 1
@@ -142,7 +148,8 @@ def dft(x: NBXTensor, y: NBXTensor, *, kind: str, n: int, n_out: int, sign: int,
     w = plan.dft_matrix(kind, n, n_out, sign, x.device)
     tw = plan.twiddles(twiddle, sign, x.device) if twiddle else w
     win = window if window is not None else w
-    bm, bn, bk, warps, stages = _tiles(rows)
+    cfg = DFT.choose(config, kind, n, rows)
+    bm, bn, bk, warps, stages = cfg["BM"], cfg["BN"], cfg["BK"], cfg["num_warps"], cfg["num_stages"]
     ncols = n if kind == "c2r" else n_out
     launch(_dft_kernel, (cdiv(rows, bm), cdiv(ncols, bn)), xf, w, tw, win, yf,
            rows, k_in * pin, ncols, w.shape[2], w.shape[1] * w.shape[2],

@@ -18,6 +18,9 @@ and rounded once.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
+
 import triton
 import triton.language as tl
 
@@ -25,6 +28,7 @@ from nbx_core.device import Device
 from nbx_core.ops import views
 from nbx_core.runtime.kernels.indexing import needs_int64
 from nbx_core.runtime.launch import BACKEND, cdiv, launch, multiprocessors
+from nbx_core.runtime.tuning import Key, Tunable, bucket
 from nbx_core.tensor import NBXTensor
 
 from . import plan
@@ -150,31 +154,41 @@ def _column_kernel(x_ptr, f_ptr, tw_ptr, y_ptr, R, sx_row, sx_el,
     tl.store(y_ptr + y_off[:, :, None] + tl.arange(0, 2)[None, None, :], tl.join(tr, ti), mask=ok[:, :, None])
 
 
-PROGRAMS_PER_SM = 4
-"""Row programs per SM on the GPU, SMs counted by ``nbx_core.runtime.launch.multiprocessors`` (each program
-loops over rows; 2 and 4 measured the same on the H200)."""
+ROW_FFT = Tunable(
+    "spectral", "row_fft", {"num_warps": "pow2", "PROGRAMS_PER_SM": "count"},
+    key=lambda n, complex_in: Key({"input": "complex" if complex_in else "real", "N": bucket(n)}),
+    rule=lambda n, complex_in: {"num_warps": 4, "PROGRAMS_PER_SM": 4},
+    interpreter=lambda n, complex_in: {"num_warps": 1, "PROGRAMS_PER_SM": 4},
+    tables=Path(__file__).with_name("configs"))
+"""The row kernel's launch: num_warps (one warpgroup; 8 warps ran slower on the H200, probe_fft.py)
+and PROGRAMS_PER_SM, row programs per SM on a GPU, SMs counted by
+``nbx_core.runtime.launch.multiprocessors`` (each program loops over rows; the interpreter runs
+four programs at most). Arguments: the row length and whether the input is complex."""
 
-NUM_WARPS = 4
-"""Warps of a row program: one warpgroup (8 warps ran slower, benchmarks/probe_fft.py)."""
+COLUMN_PASS = Tunable(
+    "spectral", "column_pass", {"BLOCK_J": "pow2"},
+    key=lambda n, c: Key({"N": bucket(n)}),
+    # Column DFTs of up to 64 points take 128 columns a program; 128-point ones take 32 (at 64 or
+    # more their tables' tf32 splits need 256 KB of shared memory or more, over an SM's 227 KB).
+    rule=lambda n, c: {"BLOCK_J": 128 if c <= 64 else 32},
+    interpreter=lambda n, c: {"BLOCK_J": min(n // c, 256)}, tables=Path(__file__).with_name("configs"))
+"""Columns a column-pass program transforms. Arguments: the transform length and the column DFTs'
+length."""
 
-COLUMN_TILE = 128
-"""Columns a column-pass program transforms (64 to 256 time alike) for column DFTs of up to 64
-points; 128-point ones take 32 (at 64 or more their tables' tf32 splits need 256 KB of shared memory
-or more, over an SM's 227 KB)."""
 
-
-def _programs(rows: int, device: Device) -> int:
+def _programs(rows: int, device: Device, per_sm: int) -> int:
     if BACKEND == "cpu":
         return min(rows, 4)
-    return min(rows, multiprocessors(device.index or 0) * PROGRAMS_PER_SM)
+    return min(rows, multiprocessors(device.index or 0) * per_sm)
 
 
 def row_fft(x: NBXTensor, y: NBXTensor, *, n: int, n_lim: int, sign: int, scale: float,
-            columns: int = 1) -> None:
+            columns: int = 1, config: Mapping[str, int] | None = None) -> None:
     """FFT of each row of ``x`` (2-D, real or complex) into complex 2-D ``y``, bins below ``n_lim`` only.
 
     ``columns`` > 1: row m of x is column bin m % columns of output row m // columns, its bin k going
-    to ``(m % columns) + columns * k`` (what finishing a column pass needs).
+    to ``(m % columns) + columns * k`` (what finishing a column pass needs). ``config`` replaces
+    :data:`ROW_FFT`'s lookup.
     """
     n1, n2 = plan.row_factors(n)
     xf = views.view_as_real(x) if x.dtype.is_complex else x
@@ -185,19 +199,23 @@ def row_fft(x: NBXTensor, y: NBXTensor, *, n: int, n_lim: int, sign: int, scale:
     f2 = plan.dense_dft(n2, sign, x.device)
     tw = plan.twiddles(n, sign, x.device)
     rows = x.shape[0]
-    launch(_row_fft_kernel, (_programs(rows, x.device),), xf, f1, f2, tw, yf, rows, x.stride(0) * cplx,
+    cfg = ROW_FFT.choose(config, n, x.dtype.is_complex)
+    programs = _programs(rows, x.device, cfg["PROGRAMS_PER_SM"])
+    launch(_row_fft_kernel, (programs,), xf, f1, f2, tw, yf, rows, x.stride(0) * cplx,
            x.stride(1) * cplx, columns, 2 * sy_row, 2 * sy_el, n_lim, float(scale),
            N1=n1, N2=n2, COMPLEX_IN=x.dtype.is_complex, UNIT_X=x.stride(1) == 1, UNIT_Y=sy_el == 1,
            INT64=needs_int64(max(x.numel() * cplx, y.numel() * 2), xf, yf),
-           num_warps=NUM_WARPS if BACKEND != "cpu" else 1, num_stages=1)
+           num_warps=cfg["num_warps"], num_stages=1)
 
 
-def column_pass(x: NBXTensor, tmp: NBXTensor, *, n: int, c: int, sign: int) -> None:
-    """tmp[b, k1, j] = w_n^(j * k1) * sum_j1 x[b, j1 * R + j] w_c^(j1 * k1), R = n / c (tmp complex, contiguous)."""
+def column_pass(x: NBXTensor, tmp: NBXTensor, *, n: int, c: int, sign: int,
+                config: Mapping[str, int] | None = None) -> None:
+    """tmp[b, k1, j] = w_n^(j * k1) * sum_j1 x[b, j1 * R + j] w_c^(j1 * k1), R = n / c (tmp complex,
+    contiguous). ``config`` replaces :data:`COLUMN_PASS`'s lookup."""
     r = n // c
     xf = views.view_as_real(x) if x.dtype.is_complex else x
     cplx = 2 if x.dtype.is_complex else 1
-    bj = (COLUMN_TILE if c <= 64 else 32) if BACKEND != "cpu" else min(r, 256)
+    bj = COLUMN_PASS.choose(config, n, c)["BLOCK_J"]
     launch(_column_kernel, (cdiv(r, bj), x.shape[0]), xf, plan.dense_dft(c, sign, x.device),
            plan.twiddles(n, sign, x.device), views.view_as_real(tmp), r, x.stride(0) * cplx, x.stride(1) * cplx,
            C=c, BJ=bj, COMPLEX_IN=x.dtype.is_complex, UNIT_X=x.stride(1) == 1,

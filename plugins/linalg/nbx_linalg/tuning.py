@@ -1,0 +1,102 @@
+"""nbx-linalg's sweeps (``nbx tune --family linalg``, ``benchmarks/sweep.py``): the GEMM's tiles.
+
+A shape is ``MxNxK`` or ``BxMxNxK`` (a batch of products); each is tuned in two layouts: ``NN`` (mm
+or bmm) and ``NT`` (linear with a bias, W stored (N, K); for a batch, attention scores q @ k^T).
+The default shapes are the benchmarks': Llama-style prefill scores, BERT-base scores and FFN, a
+decoding step, the large squares. Each has its own candidates (the tiles its sweeps compared); a
+shape given on the command line tries :data:`nbx_linalg.configs.CANDIDATES`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from nbx_core.errors import NbxValueError
+from nbx_core.ops.views import expand, transpose
+from nbx_core.runtime.tuner import Case, Shape, Sweep, randn
+from nbx_core.runtime.tuning import Config
+from nbx_core.tensor import NBXTensor
+
+from . import configs
+from .matmul import gemm
+
+_FIELDS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages", "TMA", "SPLIT_K", "PERSISTENT")
+_DEFAULTS = {"TMA": 0, "SPLIT_K": 1, "PERSISTENT": 0}
+
+
+def _configs(rows: list[tuple[int, ...]]) -> list[dict[str, int]]:
+    """(BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages, TMA[, SPLIT_K[, PERSISTENT]]) rows
+    as configurations, fields at their defaults left out."""
+    return [{k: v for k, v in zip(_FIELDS, row, strict=False) if _DEFAULTS.get(k) != v} for row in rows]
+
+
+PTR, TMA = 0, 1
+# BLOCK_K 128 reads 256 contiguous bytes per row of a K-major tile instead of 128.
+_SQUARE = [(128, 256, 64, 8, 8, 3, PTR), (256, 128, 64, 8, 8, 3, PTR), (128, 128, 128, 8, 8, 3, PTR),
+           (128, 256, 64, 8, 8, 3, TMA), (128, 256, 64, 8, 8, 4, TMA), (256, 128, 64, 8, 8, 3, TMA)]
+# BERT's FFN (K = 768, 12 K steps, 4 to 6 waves of tiles): persistent programs overlap each tile's
+# stores with the next tile's loads.
+_FFN = [(128, 256, 64, 8, 8, 3, PTR), (128, 128, 64, 8, 8, 3, PTR), (128, 256, 64, 8, 8, 3, TMA),
+        (128, 128, 64, 8, 8, 4, TMA), (128, 256, 64, 8, 8, 3, PTR, 1, 1), (128, 128, 64, 8, 8, 3, PTR, 1, 2),
+        (128, 128, 64, 8, 8, 4, PTR, 1, 2)]
+_HUGE = [(128, 256, 64, 8, 8, 3, PTR), (256, 128, 64, 8, 8, 3, PTR), (128, 256, 64, 8, 8, 3, TMA)]
+# BERT scores (K = 64, one K step) and prefill scores (K = 128, two; the output dominates):
+# per-tile programs against persistent ones, and the warp-specialized kernel for prefill.
+_SCORES = [(64, 128, 64, 8, 4, 2, PTR), (128, 128, 64, 8, 8, 2, PTR, 1, 2), (64, 128, 64, 8, 4, 2, PTR, 1, 3),
+           (128, 64, 64, 8, 4, 2, PTR, 1, 3), (64, 128, 64, 8, 4, 2, PTR, 1, 4), (128, 128, 64, 8, 8, 2, PTR, 1, 3)]
+_PREFILL = [(128, 128, 64, 8, 8, 2, PTR), (64, 128, 64, 8, 4, 2, PTR, 1, 3), (64, 128, 64, 8, 4, 2, PTR, 1, 4),
+            (128, 128, 64, 8, 8, 2, PTR, 1, 2), (128, 64, 64, 8, 4, 2, PTR, 1, 3), (64, 256, 64, 8, 8, 2, PTR, 1, 2),
+            (64, 128, 64, 8, 4, 3, PTR, 1, 3), (128, 256, 64, 8, 8, 2, PTR, 1, 1), (256, 128, 64, 8, 8, 2, PTR, 1, 1),
+            (128, 128, 64, 8, 8, 2, PTR, 1, 1), (128, 128, 128, 8, 8, 2, PTR, 1, 1), (64, 128, 128, 8, 4, 2, PTR, 1, 2),
+            (128, 128, 64, 8, 4, 2, PTR, 1, 2), (64, 256, 64, 8, 4, 2, PTR, 1, 2), (64, 128, 64, 16, 4, 2, PTR, 1, 3),
+            (64, 128, 64, 4, 4, 2, PTR, 1, 3), (64, 128, 64, 1, 4, 2, PTR, 1, 3)]
+# Decoding (M = 16): 32 tiles of 128 columns leave most SMs idle; SPLIT_K slices K between programs.
+_DECODE_NN = [(16, 32, 256, 1, 4, 4, PTR, 1), (16, 128, 64, 1, 4, 4, PTR, 8), (16, 128, 128, 1, 4, 4, PTR, 8),
+              (16, 256, 64, 1, 4, 4, PTR, 16), (16, 64, 128, 1, 4, 4, PTR, 4), (16, 128, 64, 1, 4, 4, PTR, 4)]
+_DECODE_NT = [(16, 32, 256, 1, 4, 6, PTR, 1), (16, 64, 256, 1, 4, 4, PTR, 4), (16, 32, 256, 1, 4, 4, PTR, 2)]
+_WS = [{"BLOCK_M": 128, "BLOCK_N": bn, "BLOCK_K": 64, "GROUP_M": 1, "num_warps": 4, "num_stages": s,
+        "PERSISTENT": 1, "WS": 1} for bn, s in [(256, 3), (128, 4)]]
+
+SHAPE_CANDIDATES: dict[Shape, dict[str, list[dict[str, int]]]] = {
+    (32, 2048, 2048, 128): {"NN": _configs(_PREFILL) + _WS, "NT": _configs(_PREFILL) + _WS},
+    (96, 512, 512, 64): {"NN": _configs(_SCORES), "NT": _configs(_SCORES)},
+    (4096, 3072, 768): {"NN": _configs(_FFN), "NT": _configs(_FFN)},
+    (16, 4096, 4096): {"NN": _configs(_DECODE_NN), "NT": _configs(_DECODE_NT)},
+    (4096, 4096, 4096): {"NN": _configs(_SQUARE), "NT": _configs(_SQUARE)},
+    (8192, 8192, 8192): {"NT": _configs(_HUGE)},
+}
+"""Each default shape's candidates per layout."""
+
+
+def _run(a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None) -> Callable[[Config | None], Any]:
+    return lambda cfg: gemm("tune", a, b, c, beta=1, config=cfg)
+
+
+def _cases(shape: Shape, dtype: str) -> list[Case]:
+    if len(shape) not in (3, 4):
+        raise NbxValueError(f"a GEMM shape is MxNxK or BxMxNxK, got {'x'.join(map(str, shape))}")
+    *lead, m, n, k = shape
+    rng = np.random.default_rng(0)
+    a = randn((*lead, m, k), dtype, rng)
+    name = f"{'x'.join(map(str, shape))} {dtype}"
+    shipped = SHAPE_CANDIDATES.get(tuple(shape))
+    cases = []
+    for layout in shipped or ("NN", "NT"):
+        if layout == "NN":
+            b = randn((*lead, k, n), dtype, rng)
+            label, run, reference = f"{'bmm' if lead else 'mm'} NN", _run(a, b), ("matmul", (a, b))
+        elif lead:
+            b = transpose(randn((*lead, n, k), dtype, rng), -1, -2)
+            label, run, reference = "bmm(q, k^T) NT", _run(a, b), ("matmul", (a, b))
+        else:
+            w, bias = randn((n, k), dtype, rng), randn((n,), dtype, rng)
+            label, run = "linear+bias NT", _run(a, transpose(w, 0, 1), expand(bias, [m, n]))
+            reference = ("nn.functional.linear", (a, w, bias))
+        cases.append(Case(f"{label} {name}", (dtype, m, n, k, layout), run,
+                          shipped[layout] if shipped else configs.CANDIDATES, reference))
+    return cases
+
+
+SWEEPS = [Sweep(configs.GEMM, list(SHAPE_CANDIDATES), _cases, "MxNxK, or BxMxNxK for a batch")]
