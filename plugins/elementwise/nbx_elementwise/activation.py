@@ -74,7 +74,11 @@ def _gelu_erfc(x, sc):
 
 @triton.jit
 def _gelu_tanh(x, sc):
-    return 0.5 * x * (1.0 + M.tanh((x + 0.044715 * x * x * x) * SQRT_2_OVER_PI))
+    # 0.5 * (1 + tanh(y)) is sigmoid(2y): one exp and one division, where tanh costs an exp, a log
+    # and two divisions; inside a GEMM epilogue (a whole tile per program) that difference is
+    # register spills. exp(-2y) overflowing to inf gives -0.0 for large negative x, as torch does.
+    y = (x + 0.044715 * x * x * x) * SQRT_2_OVER_PI
+    return x / (1.0 + P.exp(-2.0 * y))
 
 
 @triton.jit
