@@ -9,7 +9,7 @@ from nbx_conv import convolution, pooling
 
 from nbx_core.errors import NbxError
 from nbx_core.runtime import tuning
-from nbx_core.testing import from_torch, make, numeric
+from nbx_core.testing import from_torch, make, numeric, to_torch
 
 pytestmark = pytest.mark.usefixtures("tuning_cache")
 
@@ -55,7 +55,7 @@ def test_config_argument_replaces_the_lookup(monkeypatch):
                             config=config)
     assert (seen[0]["BLOCK_M"], seen[0]["num_warps"], seen[0]["PARTIAL"]) == (16, 2, True)
     if numeric():
-        torch.testing.assert_close(torch.from_dlpack(out), torch.nn.functional.conv2d(x, w, None, 1, 1),
+        torch.testing.assert_close(to_torch(out), torch.nn.functional.conv2d(x, w, None, 1, 1),
                                    rtol=1e-4, atol=1e-4)
     with pytest.raises(NbxError, match="passed as config= to convolution: PARTS must be an integer of at least 1"):
         convolution._conv("conv2d", from_torch(x), from_torch(w), None, (1, 1), (1, 1), (1, 1), False, (0, 0), 1,
