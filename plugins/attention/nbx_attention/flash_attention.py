@@ -9,6 +9,9 @@ running sum ``l`` of exponentials and the unnormalised output ``acc``. Scores ar
 
 Key blocks that need no masking (inside the key length and fully below the causal diagonal) run
 first without any ``where``; the remaining blocks (the diagonal, the key tail) apply the masks.
+An attention mask spanning several key blocks is summarised into block lists first
+(:mod:`nbx_attention.mask_blocks`): the kernel skips the tiles it masks out entirely and loads it
+only for tiles it changes in part, so a causal mask given as data costs what ``is_causal`` does.
 The causal mask is torch's: query ``i`` sees key ``j`` iff ``j <= i`` (the top-left aligned tril of
 an L x S matrix); blocks past the diagonal are skipped. An attention mask is either boolean (True =
 attend) or additive, broadcast by stride-0 strides.
@@ -48,6 +51,7 @@ from nbx_core.runtime.tuning import Config, Key, Tunable, bucket
 from nbx_core.tensor import NBXTensor, empty_tensor
 
 from . import warp_specialized
+from .mask_blocks import mask_blocks
 
 LOG2E = math.log2(math.e)
 PROGRAMS_PER_SM = 2 if BACKEND != "cpu" else 0
@@ -159,6 +163,7 @@ def _merge_splits(part_ptr, ml_ptr, zh, n_split, L, offs_m, offs_dv, BLOCK_M: tl
 
 @triton.jit
 def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml_ptr, cnt_ptr,
+                     full_ptr, partial_ptr, counts_ptr, sbz, sbh, NB,
                      H, L, S, GK, GV, split_len, scale32, scale64: tl.float64, masked_lse,
                      sqz, sqh, sqm, sqd, skz, skh, skn, skd, svz, svh, svn, svd,
                      smz, smh, smm, smn, soz, soh, som, sod, slz, slh, slm,
@@ -166,7 +171,7 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml
                      BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr, MASK_KIND: tl.constexpr,
                      CAUSAL: tl.constexpr, SPLIT: tl.constexpr, STORE_LSE: tl.constexpr,
                      PREC: tl.constexpr, ACC: tl.constexpr, FOLD_SCALE: tl.constexpr,
-                     HEAVY_FIRST: tl.constexpr):
+                     HEAVY_FIRST: tl.constexpr, BLOCKS: tl.constexpr):
     if HEAVY_FIRST:
         start_m = tl.num_programs(0) - 1 - tl.program_id(0)
     else:
@@ -199,14 +204,31 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml
         hi = tl.minimum(hi, (start_m + 1) * BLOCK_M)
         safe = tl.minimum(safe, ((start_m * BLOCK_M + 1) // BLOCK_N) * BLOCK_N)
     mid = tl.maximum(lo, tl.minimum(hi, safe))
-    for start_n in range(lo, mid, BLOCK_N):
-        acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n,
-                                    offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn,
-                                    E, EV, BLOCK_D, BLOCK_DV, MASK_KIND, CAUSAL, False, PREC, ACC, FOLD_SCALE)
-    for start_n in range(mid, hi, BLOCK_N):
-        acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n,
-                                    offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn,
-                                    E, EV, BLOCK_D, BLOCK_DV, MASK_KIND, CAUSAL, True, PREC, ACC, FOLD_SCALE)
+    if BLOCKS:
+        # The mask's block lists (nbx_attention.mask_blocks): tiles it keeps whole run without
+        # loading it, tiles it removes are never visited.
+        row = z * sbz + h.to(tl.int64) * sbh + start_m
+        n_full = tl.load(counts_ptr + row * 2)
+        n_partial = tl.load(counts_ptr + row * 2 + 1)
+        for i in range(0, n_full):
+            start_n = tl.load(full_ptr + row * NB + i) * BLOCK_N
+            acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n,
+                                        offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn,
+                                        E, EV, BLOCK_D, BLOCK_DV, 0, False, False, PREC, ACC, FOLD_SCALE)
+        for i in range(0, n_partial):
+            start_n = tl.load(partial_ptr + row * NB + i) * BLOCK_N
+            acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n,
+                                        offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn,
+                                        E, EV, BLOCK_D, BLOCK_DV, MASK_KIND, CAUSAL, True, PREC, ACC, FOLD_SCALE)
+    else:
+        for start_n in range(lo, mid, BLOCK_N):
+            acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n,
+                                        offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn,
+                                        E, EV, BLOCK_D, BLOCK_DV, MASK_KIND, CAUSAL, False, PREC, ACC, FOLD_SCALE)
+        for start_n in range(mid, hi, BLOCK_N):
+            acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n,
+                                        offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn,
+                                        E, EV, BLOCK_D, BLOCK_DV, MASK_KIND, CAUSAL, True, PREC, ACC, FOLD_SCALE)
     if SPLIT:
         # Partials: part[zh, split, m, dv] (unnormalised acc) and ml[zh, split, m, 0:2] = (m, l).
         n_split = tl.num_programs(2)
@@ -330,12 +352,16 @@ def flash_forward(q: NBXTensor, k: NBXTensor, v: NBXTensor, mask: NBXTensor | No
     fold = bool(cfg["FOLD_SCALE"]) and q.dtype is not D.float64 and kind != 2 and 0 < scale < math.inf
     ms = mask.stride() if mask is not None else (0, 0, 0, 0)
     ls = lse.stride() if lse is not None else (0, 0, 0)
+    # A mask over more than one key block is summarised first (splits keep their key ranges).
+    blocks = mask_blocks(mask, bm, bn, causal) if mask is not None and not split and S > bn else None
+    lists = (blocks.full, blocks.partial, blocks.counts, blocks.batch_stride, blocks.head_stride, blocks.blocks) \
+        if blocks is not None else (out, out, out, 0, 0, 0)
     launch(_attn_fwd_kernel, (cdiv(L, bm), Z * H, n_split), q, k, v, mask if mask is not None else q, out,
-           lse if lse is not None else out, part, ml, cnt,
+           lse if lse is not None else out, part, ml, cnt, *lists,
            H, L, S, H // k.shape[1], H // v.shape[1], per, scale * LOG2E, scale * LOG2E, float(masked_lse),
            *q.stride(), *k.stride(), *v.stride(), *ms, *out.stride(), *ls,
            E=E, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=bd, MASK_KIND=kind, CAUSAL=causal, SPLIT=split,
            PREC="ieee" if q.dtype in (D.float32, D.float64) else "tf32",
            EV=EV, BLOCK_DV=bdv, STORE_LSE=lse is not None, ACC=tl_dtype(acc),
-           FOLD_SCALE=fold, HEAVY_FIRST=bool(cfg["HEAVY_FIRST"]), num_warps=warps,
+           FOLD_SCALE=fold, HEAVY_FIRST=bool(cfg["HEAVY_FIRST"]), BLOCKS=blocks is not None, num_warps=warps,
            num_stages=stages)

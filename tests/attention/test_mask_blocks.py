@@ -1,0 +1,103 @@
+"""Masks as data: the block lists the flash kernel walks (nbx_attention.mask_blocks), and sdpa under
+masks that empty, fill or cut key blocks, against torch."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from nbx_core.runtime.launch import BACKEND
+from nbx_core.testing import check_op, from_torch, make, numeric, to_torch
+
+SDPA = "aten::scaled_dot_product_attention"
+
+
+def _lists(mask: torch.Tensor, bm: int, bn: int) -> list[tuple[list[int], list[int]]]:
+    from nbx_attention.mask_blocks import mask_blocks
+
+    blocks = mask_blocks(from_torch(mask), bm, bn)
+    full, partial, counts = (to_torch(t) for t in (blocks.full, blocks.partial, blocks.counts))
+    return [(full[r, :counts[r, 0]].tolist(), partial[r, :counts[r, 1]].tolist()) for r in range(counts.shape[0])]
+
+
+@pytest.mark.skipif(not numeric(), reason="reads the block lists back")
+def test_causal_mask_lists_the_lower_triangle():
+    L = S = 64
+    causal = torch.ones(L, S, dtype=torch.bool).tril().expand(2, 3, L, S)
+    # Broadcast over batch and heads: one row of lists per query block.
+    assert _lists(causal, 16, 16) == [([], [0]), ([0], [1]), ([0, 1], [2]), ([0, 1, 2], [3])]
+    additive = torch.zeros(L, S).masked_fill(~causal[0, 0], -math.inf).expand(2, 3, L, S)
+    assert _lists(additive, 16, 16) == _lists(causal, 16, 16)
+
+
+@pytest.mark.skipif(not numeric(), reason="reads the block lists back")
+def test_key_edge_and_finite_additive_values_are_partial():
+    # A key tail (S = 40: the last block holds 8 keys) always loads the mask; a finite additive
+    # value (transformers' finfo.min) is kept, not skipped.
+    keep = torch.ones(1, 2, 16, 40, dtype=torch.bool)
+    keep[0, 1, :, :16] = False
+    assert _lists(keep, 16, 16) == [([0, 1], [2]), ([1], [2])]
+    additive = torch.zeros(1, 1, 16, 40)
+    additive[..., :16] = torch.finfo(torch.float32).min
+    assert _lists(additive, 16, 16) == [([1], [0, 2])]
+
+
+def _qkv(b, h, L, S, E=16, dtype="float32"):
+    return make((b, h, L, E), dtype, seed=0), make((b, h, S, E), dtype, seed=1), make((b, h, S, E), dtype, seed=2)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_causal_mask_as_data_matches_is_causal(dtype):
+    q, k, v = _qkv(1, 2, 150, 150, dtype=dtype)
+    keep = torch.ones(150, 150, dtype=torch.bool).tril()
+    check_op(SDPA, q, k, v, keep.expand(1, 1, 150, 150))
+    check_op(SDPA, q, k, v, torch.zeros(150, 150).masked_fill(~keep, -math.inf).to(getattr(torch, dtype)))
+
+
+def test_padding_mask_broadcast_over_heads_and_rows():
+    # BERT's mask: per batch, the last keys padded; (Z, 1, 1, S) broadcast to every head and row.
+    q, k, v = _qkv(2, 3, 90, 130)
+    keep = torch.ones(2, 1, 1, 130, dtype=torch.bool)
+    keep[0, ..., 70:] = False
+    keep[1, ..., 100:] = False
+    check_op(SDPA, q, k, v, keep)
+
+
+def test_random_mask_and_rows_that_see_nothing():
+    q, k, v = _qkv(1, 2, 80, 140)
+    g = torch.Generator().manual_seed(3)
+    keep = torch.rand(1, 2, 80, 140, generator=g) < 0.3
+    keep[:, :, :64] &= torch.arange(140) >= 64  # whole tiles empty for the first rows
+    keep[:, 0, 5] = False  # a row with no key at all: zeros, as torch's CPU kernel gives
+    check_op(SDPA, q, k, v, keep)
+
+
+@pytest.mark.skipif(BACKEND != "aot", reason="compiles for sm_90 (aot backend only)")
+def test_block_list_kernels_compile_for_hopper(monkeypatch):
+    import nbx_attention.flash_attention as fa
+
+    compiled = []
+
+    def compile_only(kernel, grid, *args, **kwargs):
+        compiled.append(kernel.warmup(*args, grid=grid, **kwargs).metadata.name)
+
+    monkeypatch.setattr(fa, "launch", compile_only)
+    monkeypatch.setattr("nbx_attention.mask_blocks.launch", compile_only)
+    q, k = from_torch(make((1, 16, 2048, 64), "bfloat16")), from_torch(make((1, 16, 2048, 64), "bfloat16"))
+    keep = from_torch(torch.ones(2048, 2048, dtype=torch.bool).tril().expand(1, 16, 2048, 2048))
+    # 16 heads of 32 query blocks: enough programs that the key range is not split.
+    fa.flash_forward(q, k, k, keep, q, None, scale=0.125, causal=False, masked_lse=0.0)
+    assert compiled == ["_mask_blocks_kernel", "_attn_fwd_kernel"]
+
+
+@pytest.mark.parametrize("kind", ["bool", "float32"])
+def test_mask_with_causal_over_several_key_blocks(kind):
+    # Both apply: the lists drop tiles past the diagonal and send the diagonal's through the mask.
+    q, k, v = _qkv(1, 2, 140, 150)
+    mask = make((140, 150), kind, seed=4)
+    tril = torch.ones(140, 150, dtype=torch.bool).tril()
+    both = mask & tril if kind == "bool" else mask.masked_fill(~tril, float("-inf"))
+    check_op(SDPA, q, k, v, mask, 0.0, True,
+             torch_fn=lambda *a: torch.ops.aten.scaled_dot_product_attention(q, k, v, both))
