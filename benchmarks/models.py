@@ -249,6 +249,20 @@ def chart(rows: list[dict[str, Any]], out: Path) -> None:
     fig.savefig(out, dpi=120)
 
 
+def _merged(rows: list[dict[str, Any]], earlier: Path | None) -> list[dict[str, Any]]:
+    """``rows`` with the rows of ``earlier`` (a models.json from the same GPU) for the models this run
+    did not time, in CASES order: one table from runs split across machine sessions."""
+    if earlier is None:
+        return rows
+    import torch
+
+    doc = json.loads(earlier.read_text())
+    if doc["gpu"] != torch.cuda.get_device_name():
+        raise SystemExit(f"--merge {earlier}: timed on {doc['gpu']}, this GPU is {torch.cuda.get_device_name()}")
+    by_model = {r["model"]: r for r in doc["results"]} | {r["model"]: r for r in rows}
+    return [by_model[k] for k in CASES if k in by_model]
+
+
 def _write(out: Path, rows: list[dict[str, Any]]) -> None:
     import torch
     import triton
@@ -265,6 +279,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=30)
     parser.add_argument("--ways", default=",".join(WAYS), help=f"which of {', '.join(WAYS)} to time")
     parser.add_argument("--no-first-run", action="store_true", help="skip the cold-cache first run")
+    parser.add_argument("--merge", type=Path, metavar="JSON",
+                        help="an earlier models.json of this GPU whose other models join this run's table")
     args = parser.parse_args(argv)
     ways = tuple(w for w in WAYS if w in args.ways.split(","))
     import torch
@@ -281,8 +297,9 @@ def main(argv: list[str] | None = None) -> int:
                 traceback.print_exc()
             rows.append(row)
             print(json.dumps(row), flush=True)
-            _write(args.out, rows)  # after each model: a run cut short keeps what it measured
+            _write(args.out, _merged(rows, args.merge))  # after each model: a cut run keeps what it measured
             torch.cuda.empty_cache()
+    rows = _merged(rows, args.merge)
     chart(rows, args.out / "models.png")
     for r in rows:
         shown = {k: v for k, v in r.items() if k.endswith("_ms") or k.endswith("_vs_torch") or k == "error"}
