@@ -11,6 +11,8 @@ this process's target can serve its kernels:
 
 A usable bundle's kernels are handed to Triton (:func:`nbx_core.runtime.prebuilt.serve`) and the
 program is a :class:`BundledProgram`, whose runs report each kernel Triton still has to compile.
+Making one starts building its kernels' host launchers in the background
+(:func:`nbx_core.runtime.launchers.warm`); its first run waits for them.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from ..errors import BundleError
-from ..runtime import prebuilt
+from ..runtime import launchers, prebuilt
 from . import bundle as _bundle
 from .format import Graph
 from .runner import Program
@@ -33,14 +35,17 @@ class BundledProgram(Program):
     BundleError with ``NBX_REQUIRE_BUNDLE=1``)."""
 
     def __init__(self, bundle: _bundle.Bundle, graph: Graph, weights: Mapping[str, Any], **options: Any) -> None:
+        self._launchers = launchers.warm(list(bundle.kernels.values()))  # while the weights move to the device
         super().__init__(graph, weights, **options)
         self.bundle = bundle
 
     def run(self, inputs: Mapping[str, Any], *, planned: bool = True) -> dict[str, Any]:
+        self._launchers.wait()
         with self._scope(inputs):
             return super().run(inputs, planned=planned)
 
     def check_compiles(self, *args: Any, **kwargs: Any) -> None:
+        self._launchers.wait()
         with self._scope(self._named(args, kwargs)):
             super().check_compiles(*args, **kwargs)
 

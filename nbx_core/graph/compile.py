@@ -65,6 +65,7 @@ def build(path: str | Path, target: str, sizes: Mapping[str, Sequence[int]] | No
 
 
 def _entry(variant: prebuilt.Variant) -> dict[str, Any]:
-    return {"kernel": variant.kernel, "source": variant.source, "signature": variant.signature,
-            "constexprs": variant.constexprs, "attrs": variant.attrs, "num_warps": variant.num_warps,
-            "num_stages": variant.num_stages, "num_ctas": variant.num_ctas, "shared": variant.shared}
+    return {"kernel": variant.kernel, "source": variant.source, "params": variant.params,
+            "signature": variant.signature, "constexprs": variant.constexprs, "attrs": variant.attrs,
+            "num_warps": variant.num_warps, "num_stages": variant.num_stages, "num_ctas": variant.num_ctas,
+            "shared": variant.shared}

@@ -232,11 +232,14 @@ def describe(kernel: Any, args: tuple, kwargs: Mapping[str, Any]) -> str:
 @dataclass(frozen=True)
 class Variant:
     """One compiled variant as a bundle stores it: Triton's ``hash``, what it was compiled from (for
-    people and for checks), and its files (Triton's name for each -> where it is now)."""
+    people and for checks; ``params`` keeps the order of the arguments, which the index's sorted
+    ``signature`` loses and a host launcher depends on), and its files (Triton's name for each ->
+    where it is now)."""
 
     hash: str
     kernel: str
     source: str
+    params: list[str]
     signature: dict[str, Any]
     constexprs: dict[str, Any]
     attrs: dict[str, Any]
@@ -287,6 +290,7 @@ def compiled(compiled_kernel: Any) -> None:
         hash=compiled_kernel.hash,
         kernel=f"{fn.module}:{fn.__name__}",
         source=fn.cache_key,
+        params=names,
         signature={name: plain(kind) for name, kind in src.signature.items()},
         constexprs={_path_name(names, path): plain(value) for path, value in sorted(src.constants.items())},
         attrs={_path_name(names, path): plain(value) for path, value in sorted(src.attrs.items()) if value},

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import importlib
 import json
 import os
 import shutil
@@ -137,6 +138,21 @@ def test_compile_stores_a_zoo_models_fused_kernels(built):
                 and str(k.entry["constexprs"].get("EPI", "")).startswith("nbx_fused_")]
     assert epilogue, "no GEMM with a fused epilogue"
     assert built["gpt2_report"]["kernels"] == len(found.kernels)
+
+
+def test_compile_records_each_kernels_parameter_order(built):
+    # A host launcher takes the arguments in the kernel's order, which the sorted signature loses.
+    found = bundle.read(built["gpt2"], "sm_90")
+    assert found is not None
+    plain = 0
+    for kernel in found.kernels.values():
+        assert sorted(kernel.entry["params"]) == sorted(kernel.entry["signature"])
+        module, name = kernel.entry["kernel"].split(":")
+        if not module.startswith("nbx_fused_"):  # generated modules are imported from the NBX cache
+            fn = getattr(importlib.import_module(module), name)
+            assert kernel.entry["params"] == list(fn.arg_names)
+            plain += 1
+    assert plain > 5
 
 
 def test_compiling_again_writes_the_same_bytes(built, tmp_path):
