@@ -42,7 +42,7 @@ class PlanGraph:
         stream = _cuda.check(driver.cuStreamCreate(1), "cuStreamCreate")  # 1: non-blocking
         mode = driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
         ops = BoundOps(plan, self.static, skip_zero=frozenset())  # the graph zeroes its outputs itself
-        with _cuda.use_stream(int(stream)), descriptor_memory(plan.device):
+        with _cuda.use_stream(int(stream)), descriptor_memory(plan.device, plan.descriptor_blocks):
             ops.launch(self.static)  # loads every kernel before the capture
             _cuda.check(driver.cuStreamSynchronize(stream), "cuStreamSynchronize")
             _cuda.check(driver.cuStreamBeginCapture(stream, mode), "cuStreamBeginCapture")

@@ -108,6 +108,7 @@ class Plan:
         self.nstorages = len(storages)
         self._memory: dict[Any, _Memory] = {}
         self._lock = threading.Lock()
+        self.descriptor_blocks: dict[int, Any] = {}  # tensor-descriptor memory of the launches, by size
         self.cuda_graph: Any = None
 
     # -- running -------------------------------------------------------------------------------------
@@ -125,7 +126,7 @@ class Plan:
             elif BACKEND == "cuda":
                 from ..runtime.kernels.descriptors import descriptor_memory
 
-                with descriptor_memory(self.device):
+                with descriptor_memory(self.device, self.descriptor_blocks):
                     mem.bound(self, st).launch(st)
             else:
                 self._launch_each(st)

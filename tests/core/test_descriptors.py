@@ -42,3 +42,23 @@ def test_descriptor_memory_is_scoped(monkeypatch):
         assert inside is not users and _allocation._allocator.get() is users
     finally:
         _allocation._allocator.reset(token)
+
+
+def test_kept_descriptor_memory_is_allocated_once_per_size(monkeypatch):
+    # A plan's launches (and the CUDA graph captured from them) get the same block for a size every
+    # time: memory allocated during a capture is not addressable when Triton checks the pointer.
+    made = []
+    monkeypatch.setattr(descriptors, "BACKEND", "cuda")
+    monkeypatch.setattr(descriptors, "allocate", lambda size, device: made.append(size) or object())
+    kept: dict = {}
+    with descriptors.descriptor_memory(Device("cpu"), kept):
+        first = _allocation._allocator.get()(4096, 128, None)
+        assert _allocation._allocator.get()(4096, 128, 7) is first
+        other = _allocation._allocator.get()(8192, 128, None)
+    with descriptors.descriptor_memory(Device("cpu"), kept):
+        assert _allocation._allocator.get()(4096, 128, None) is first
+    assert made == [4096, 8192] and other is not first and kept == {4096: first, 8192: other}
+    with descriptors.descriptor_memory(Device("cpu")):  # without kept: a new block each launch
+        _allocation._allocator.get()(4096, 128, None)
+        _allocation._allocator.get()(4096, 128, None)
+    assert made == [4096, 8192, 4096, 4096]

@@ -38,17 +38,32 @@ def _allocator(device: Device) -> Callable[[int, int, int | None], Any]:
     return lambda size, alignment, stream: allocate(size, device)
 
 
+def _reusing(device: Device, kept: dict[int, Any]) -> Callable[[int, int, int | None], Any]:
+    # One block per size, allocated at its first request and served again after: the launches of
+    # one stream run one after another, and a CUDA graph captures the pointer it was given.
+    def allocator(size: int, alignment: int, stream: int | None) -> Any:
+        block = kept.get(size)
+        if block is None:
+            block = kept[size] = allocate(size, device)
+        return block
+
+    return allocator
+
+
 @contextmanager
-def descriptor_memory(device: Device) -> Iterator[None]:
+def descriptor_memory(device: Device, kept: dict[int, Any] | None = None) -> Iterator[None]:
     """Serve the descriptors of the launches inside this block from NBX's memory on ``device``.
 
     Set in Triton's context only for the block, so a caller's own allocator (torch code sets one)
-    is back in place afterwards, also when a launch raises. The interpreter needs none.
+    is back in place afterwards, also when a launch raises. The interpreter needs none. With
+    ``kept`` (a dict the caller holds for as long as its launches may run), each size is allocated
+    once and reused: what a plan's launches need, since memory allocated while a CUDA graph is being
+    captured is not yet addressable when Triton's launcher checks its pointer.
     """
     if BACKEND != "cuda":
         yield
         return
-    token = _allocation._allocator.set(_allocator(device))
+    token = _allocation._allocator.set(_allocator(device) if kept is None else _reusing(device, kept))
     try:
         yield
     finally:
