@@ -105,3 +105,19 @@ def test_the_arena_never_overlaps_buffers_alive_at_once(buffers):
     peak = max(sum(-(-sizes[i] // arena.ALIGN) * arena.ALIGN for i in range(len(sizes))
                    if lifetimes[i][0] <= t < lifetimes[i][1]) for t in range(61))
     assert total <= 2 * peak
+
+
+def test_batch_norm_and_relu_run_in_the_convolutions_epilogue(tmp_path):
+    # Inference batch norm is elementwise with per-channel operands, so each conv -> BN -> ReLU chain
+    # of the CNN becomes one convolution launch (the two launches left beside them compute the
+    # channel scales).
+    case = CASES["cnn"]()
+    path = export_module(case.module, case.args, tmp_path / "cnn.nbx", case.dynamic_shapes)
+    prog = load(path, device=kernel_device_type())
+    for _ in range(2):
+        prog(*case.args)
+    plan = prog.describe(*case.args)
+    assert plan["fused"]["epilogues"] == 2, plan
+    assert plan["kernels"]["_conv_kernel"] == 2 and plan["kernels"]["_pointwise_kernel"] == 2, plan
+    np.testing.assert_allclose(_outputs(prog(*case.args))[0], case.module(*case.args).detach().numpy(),
+                               rtol=1e-5, atol=1e-5)

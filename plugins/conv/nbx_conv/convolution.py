@@ -40,8 +40,9 @@ partial outputs in a further pass; the depth axis keeps one launch, one float32 
 accumulation and one rounding, with the input read in place.
 """
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from nbx_core.runtime.launch import BACKEND, cdiv, launch, multiprocessors, next_pow2
 
@@ -54,9 +55,11 @@ from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
 from nbx_core.ops.copy import contiguous
 from nbx_core.ops.views import permute, squeeze, unsqueeze
+from nbx_core.runtime.kernels.copy import cast_to
 from nbx_core.runtime.kernels.dot import dot_operand
 from nbx_core.runtime.kernels.indexing import needs_int64
 from nbx_core.runtime.kernels.tiles import grouped_tile
+from nbx_core.runtime.pointwise import tl_dtype
 from nbx_core.runtime.tuning import Key, Tunable, bucket
 from nbx_core.shape import numel
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
@@ -157,12 +160,14 @@ def _conv_kernel(
     sxn, sxc, sxd, sxh, sxw,
     swg, swk, swc, swt, swr, sws,
     son, sok, sod, soh, sow,
-    stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dil_d, dil_h, dil_w,
+    stride_d, stride_h, stride_w, pad_d, pad_h, pad_w, dil_d, dil_h, dil_w, epi,
     TRANSPOSED: tl.constexpr, HAS_BIAS: tl.constexpr, REDUCTION: tl.constexpr, EVEN_C: tl.constexpr,
     MODE: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr, PARTIAL: tl.constexpr, INT64: tl.constexpr, TAP_BITS: tl.constexpr,
-    DEPTH: tl.constexpr,
+    DEPTH: tl.constexpr, EPI: tl.constexpr = None, EPI_ROUND: tl.constexpr = None,
 ):
+    # EPI: an elementwise epilogue nbx_core.fusion generated (_ConvEpilogue below): it takes the tile
+    # rounded to EPI_ROUND, the output's dtype, at its indices in the dense output, and stores it.
     # Grid: (output tiles, groups, reduction parts). With PARTIAL, part p sums its share of the
     # reduction steps and stores float32 (float64) partial sums to out_ptr as a (parts, M, K) array.
     # Without DEPTH (2-D) the depth arguments are unused: every depth term sits behind that constexpr,
@@ -325,7 +330,39 @@ def _conv_kernel(
         if DEPTH:
             out_row += od * sod
         out_off = out_row[:, None] + (k_out * sok)[None, :]
-        tl.store(out_ptr + out_off, acc.to(out_ptr.dtype.element_ty), mask=mask)
+        if EPI is not None:
+            EPI(cast_to(acc, EPI_ROUND), out_off, mask, epi)
+        else:
+            tl.store(out_ptr + out_off, acc.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+class _ConvEpilogue:
+    """How nbx_core.fusion hands ``_conv_kernel`` an elementwise epilogue (``EPI``): a launch that
+    stores its result itself (no split reduction), without a float64 accumulator, into a dense
+    contiguous output (the element offsets it computes are then the dense indices), takes one."""
+
+    OUT, OUT_SIZES, OUT_STRIDES, EPI_ARG = 3, slice(8, 11), slice(27, 32), 41
+
+    def output(self, args: Sequence[Any], kwargs: dict[str, Any]) -> tuple[int, int] | None:
+        """(position of the output argument, its element count), or None: no epilogue here."""
+        out, m = args[self.OUT], args[4]
+        od, oh, ow = args[self.OUT_SIZES]
+        son, sok, sod, soh, sow = args[self.OUT_STRIDES]
+        plane = od * oh * ow
+        if kwargs["PARTIAL"] or kwargs["MODE"] == 2 or out.offset != 0 or (sow, soh) != (1, ow):
+            return None
+        if (od > 1 and sod != oh * ow) or sok != plane or son % plane != 0:
+            return None
+        return self.OUT, m * (son // plane)
+
+    def attach(self, args: Sequence[Any], kwargs: dict[str, Any], fn: Any, epi: tuple) -> tuple[list, dict]:
+        """The launch's arguments with ``fn`` as its epilogue, taking ``epi``."""
+        args = list(args)
+        args[self.EPI_ARG] = epi
+        return args, {**kwargs, "EPI": fn, "EPI_ROUND": tl_dtype(args[self.OUT].dtype)}
+
+
+_conv_kernel.nbx_epilogue = _ConvEpilogue()
 
 
 @triton.jit(do_not_specialize=["M", "OH", "OW", "PARTS"])
@@ -504,7 +541,7 @@ def _conv(op: str, x: NBXTensor, w: NBXTensor, bias: NBXTensor | None, stride: t
     launch(
         _conv_kernel, (cdiv(m, bm) * cdiv(kg, bn), groups, parts), x, w, bias if bias is not None else x, dst,
         m, *as3d(size, 1), *as3d(out_sp, 1), cg, kg, *as3d(kernel, 1), *xs, wg, wk, wc, *ws[2:], *outs,
-        *as3d(stride, 1), *as3d(pad, 0), *as3d(dil, 1),
+        *as3d(stride, 1), *as3d(pad, 0), *as3d(dil, 1), (),
         TRANSPOSED=transposed, HAS_BIAS=bias is not None, REDUCTION=reduction, EVEN_C=cg % bk == 0, MODE=mode,
         BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=group_m,
         PARTIAL=parts > 1, INT64=int64, TAP_BITS=taps <= 31, DEPTH=depth, num_warps=warps, num_stages=stages,

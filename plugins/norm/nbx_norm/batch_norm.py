@@ -53,6 +53,38 @@ def _invstd(var, sc):
     return 1.0 / tl.sqrt(var + sc[0])
 
 
+@triton.jit
+def _scale(var, weight, sc):
+    return 1.0 / tl.sqrt(var + sc[0]) * weight
+
+
+@triton.jit
+def _normalize(x, scale, mean, bias, sc):
+    # torch's CPU inference form: alpha = invstd * weight, beta = bias - mean * alpha.
+    return x * scale + (bias - mean * scale)
+
+
+def _per_channel(t: NBXTensor, ndim: int) -> NBXTensor:
+    """A (C,) vector as (C, 1, ..., 1), broadcasting over an (N, C, *) input of ``ndim`` dims."""
+    return NBXTensor(t.storage, (t.shape[0],) + (1,) * (ndim - 2), (t.stride(0),) + (0,) * (ndim - 2),
+                     t.storage_offset(), t.dtype)
+
+
+def _inference(op: str, x: NBXTensor, weight: NBXTensor | None, bias: NBXTensor | None, mean: NBXTensor,
+               var: NBXTensor, eps: float) -> NBXTensor:
+    # Elementwise over x with per-channel operands, so a plan fuses it with what follows and into the
+    # convolution before it (nbx_core.runtime.fusion); the channel scale is one launch over C.
+    comp = D.compute_dtype(x.dtype)
+    if weight is None:
+        scale = pointwise(op, _invstd, var, compute=comp, out_dtype=comp, sc=(float(eps),))
+    else:
+        scale = pointwise(op, _scale, var, weight, compute=comp, out_dtype=comp, sc=(float(eps),))
+    n = x.ndim
+    shift = _per_channel(bias, n) if bias is not None else 0.0
+    return pointwise(op, _normalize, x, _per_channel(scale, n), _per_channel(mean, n), shift, dtype=x.dtype,
+                     compute=comp, out_dtype=x.dtype)
+
+
 def _batch_norm(op: str, input: NBXTensor, weight: NBXTensor | None, bias: NBXTensor | None,
                 running_mean: NBXTensor | None, running_var: NBXTensor | None, training: bool, momentum: float,
                 eps: float) -> Stats:
@@ -70,18 +102,16 @@ def _batch_norm(op: str, input: NBXTensor, weight: NBXTensor | None, bias: NBXTe
         raise NbxValueError(f"{op}: inference (training=False) needs running_mean and running_var")
     if training and x.numel() == 0:
         raise NbxValueError(f"{op}: training needs an input with at least one element, got shape {list(x.shape)}")
+    if not training:
+        assert running_mean is not None and running_var is not None
+        out = _inference(op, x, weight, bias, running_mean, running_var, eps)
+        empty = empty_tensor((0,), sdt, x.device)
+        return out, empty, empty_tensor((0,), sdt, x.device)
     out = empty_tensor(x.shape, x.dtype, x.device)
     inner = numel(x.shape[2:])
     w = contiguous(weight) if weight is not None else None
     b = contiguous(bias) if bias is not None else None
     xc = contiguous(x)
-    if not training:
-        comp = D.compute_dtype(x.dtype)
-        mean = contiguous(running_mean)
-        rstd = pointwise(op, _invstd, running_var, compute=comp, out_dtype=comp, sc=(float(eps),))
-        apply_channels(xc, out, mean, rstd, w, b, c, inner, 0, 1)
-        empty = empty_tensor((0,), sdt, x.device)
-        return out, empty, empty_tensor((0,), sdt, x.device)
     count = x.shape[0] * inner
     mean, var, rstd = moments(xc, c, x.shape[0], inner, inner, c * inner, eps)
     apply_channels(xc, out, mean, rstd, w, b, c, inner, 0, 1)
