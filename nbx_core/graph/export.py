@@ -314,6 +314,7 @@ class _Exporter:
         placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
         env: dict[fx.Node, Any] = {}
         inputs, weights, arrays = [], [], {}
+        stored: dict[tuple, str] = {}  # a tensor's memory and layout -> the key it is stored under
         for node, spec in zip(placeholders, sig.input_specs, strict=True):
             where = f"input {node.name!r}"
             if spec.kind == InputKind.USER_INPUT:
@@ -327,8 +328,10 @@ class _Exporter:
                 if not isinstance(tensor, torch.Tensor):
                     raise ExportError(f"{where}: {spec.kind.name} {spec.target!r} is a {type(tensor).__name__}, not "
                                       "a tensor; NBX graphs store tensors only")
-                arrays[spec.target] = _to_numpy(tensor, where)
-                weights.append({"name": node.name, "key": spec.target, "kind": _KIND[spec.kind],
+                key = _tied_key(stored, tensor, _KIND[spec.kind], spec.target)
+                if key == spec.target:
+                    arrays[key] = _to_numpy(tensor, where)
+                weights.append({"name": node.name, "key": key, "kind": _KIND[spec.kind],
                                 "dtype": _dtype_name(tensor.dtype, where), "shape": list(tensor.shape)})
             else:
                 raise ExportError(f"{where}: {spec.kind.name} inputs are not supported by NBX graphs")
@@ -388,6 +391,17 @@ def _dtype_name(dtype: torch.dtype, where: str) -> str:
         return D.from_name(str(dtype)).name
     except NbxError as exc:
         raise ExportError(f"{where}: {exc}") from None
+
+
+def _tied_key(stored: dict[tuple, str], tensor: torch.Tensor, kind: str, key: str) -> str:
+    """The key ``tensor`` is stored under: the key of an earlier weight of the same kind that is the
+    same tensor (tied parameters, such as an LM head sharing the embedding), else ``key``. One copy
+    is written and the loader makes one device buffer for the key."""
+    if tensor.numel() == 0 or tensor.device.type == "meta":
+        return key
+    ident = (kind, tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape),
+             tensor.stride(), tensor.dtype)
+    return stored.setdefault(ident, key)
 
 
 def _to_numpy(tensor: torch.Tensor, where: str) -> np.ndarray:

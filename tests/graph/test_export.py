@@ -215,3 +215,31 @@ def test_alias_table():
     assert canonical("aten::__and__.Tensor") == "aten::bitwise_and.Tensor"
     assert canonical("aten::swapaxes.default") == "aten::transpose.int"
     assert canonical("aten::add.Tensor") == "aten::add.Tensor"
+
+
+def test_tied_weights_are_stored_and_loaded_once(tmp_path):
+    # An LM head tied to the embedding (GPT-2, Llama 3.2): one tensor in weights.safetensors, one
+    # device buffer, both weights reading it. A parameter equal in value but not tied stays apart.
+    class Tied(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(11, 4)
+            self.head = nn.Linear(4, 11, bias=False)
+            self.head.weight = self.embed.weight
+            self.copy = nn.Parameter(self.embed.weight.detach().clone())
+
+        def forward(self, ids):
+            h = self.embed(ids)
+            return self.head(h) + h @ self.copy.T
+
+    registry = torch_registry()
+    ids = torch.tensor([[1, 5, 10]])
+    path = _run_both(Tied(), (ids,), tmp_path / "t.nbx", registry)
+    weights = {w.name: w.key for w in read_graph(path).weights}
+    assert len(weights) == 3 and len(set(weights.values())) == 2, weights
+    from safetensors import safe_open
+
+    with safe_open(str(path / "weights.safetensors"), "np") as f:
+        assert sorted(f.keys()) == sorted(set(weights.values()))
+    prog = load(path, registry=registry, device="cpu")
+    assert len(prog._buffers) == 2
