@@ -8,7 +8,7 @@ import triton.language as tl
 from ... import dtypes as D
 from ...shape import broadcast_strides, coalesce
 from ...tensor import NBXTensor, empty_tensor
-from ..launch import BACKEND, TRAITS, Prepared, block_size, cdiv, prepare
+from ..launch import TRAITS, Prepared, block_size, cdiv, prepare
 from ..plans import PlanCache, geometry
 from .indexing import block_indices, needs_int64, offsets
 
@@ -78,4 +78,4 @@ def _plan(dst: NBXTensor, src: NBXTensor) -> Prepared:
     block = block_size(n, gpu=2048)
     return prepare(_copy_kernel, (cdiv(n, block),), (None, None, n, shape, dst_st, src_st), (0, 1),
                    NDIM=len(shape), CONTIG=dst_st == src_st == (1,), BLOCK=block,
-                   INT64=needs_int64(n, dst, src), num_warps=8 if BACKEND != "cpu" else 1)
+                   INT64=needs_int64(n, dst, src), num_warps=8)

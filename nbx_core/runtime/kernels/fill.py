@@ -10,7 +10,7 @@ import triton.language as tl
 
 from ...shape import coalesce
 from ...tensor import NBXTensor
-from ..launch import BACKEND, block_size, cdiv, launch
+from ..launch import block_size, cdiv, launch
 from .copy import cast_to
 from .indexing import block_indices, needs_int64, offsets
 
@@ -58,7 +58,7 @@ def fill_into(dst: NBXTensor, value: bool | int | float) -> None:
     block = block_size(n, gpu=2048)
     f, i, is_float = _split(value)
     launch(_fill_kernel, (cdiv(n, block),), dst, f, i, n, shape, st, FLOAT=is_float, NDIM=len(shape),
-           CONTIG=st == (1,), BLOCK=block, INT64=needs_int64(n, dst), num_warps=8 if BACKEND != "cpu" else 1)
+           CONTIG=st == (1,), BLOCK=block, INT64=needs_int64(n, dst), num_warps=8)
 
 
 def range_into(dst: NBXTensor, start: int | float, step: int | float, end: float | None = None) -> None:

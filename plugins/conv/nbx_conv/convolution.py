@@ -552,7 +552,7 @@ def _conv(op: str, x: NBXTensor, w: NBXTensor, bias: NBXTensor | None, stride: t
         bm2, bn2 = (16, min(256, next_pow2(k))) if BACKEND != "cpu" else (min(128, next_pow2(m)), next_pow2(k))
         launch(_sum_parts_kernel, (cdiv(m, bm2), cdiv(k, bn2)), dst, bias if bias is not None else x, out, m, k,
                numel(out_sp[:-1]), out_sp[-1], parts, outs[0], outs[1], outs[-2], outs[-1], HAS_BIAS=bias is not None,
-               BLOCK_M=bm2, BLOCK_N=bn2, INT64=int64, num_warps=4 if BACKEND != "cpu" else 1)
+               BLOCK_M=bm2, BLOCK_N=bn2, INT64=int64, num_warps=4)
     return out
 
 

@@ -11,11 +11,11 @@ import triton.language as tl
 
 from nbx_core.errors import NbxValueError, ShapeError
 from nbx_core.runtime.kernels.indexing import block_indices, needs_int64
-from nbx_core.runtime.launch import BACKEND, block_size, cdiv, launch
+from nbx_core.runtime.launch import block_size, cdiv, launch
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 from nbx_core.tensor.args import FLOATING, same_dtype, tensor_arg
 
-_WARPS = 4 if BACKEND != "cpu" else 1
+_WARPS = 4
 
 
 @triton.jit

@@ -12,12 +12,12 @@ from nbx_core.errors import NbxValueError, ShapeError
 from nbx_core.ops.copy import contiguous
 from nbx_core.ops.views import squeeze, unsqueeze
 from nbx_core.runtime.kernels.indexing import block_indices, needs_int64
-from nbx_core.runtime.launch import BACKEND, block_size, cdiv, launch
+from nbx_core.runtime.launch import block_size, cdiv, launch
 from nbx_core.shape import wrap_dim
 from nbx_core.tensor import NBXTensor, empty_tensor
 from nbx_core.tensor.args import BOOL, FLOATING, int_arg, int_list, non_negative, positive, tensor_arg
 
-_WARPS = 4 if BACKEND != "cpu" else 1
+_WARPS = 4
 
 
 @triton.jit

@@ -16,7 +16,7 @@ vector loads along C, and enough channel blocks to fill the GPU.
 from collections.abc import Mapping
 from pathlib import Path
 
-from nbx_core.runtime.launch import BACKEND, block_size, cdiv, launch, next_pow2
+from nbx_core.runtime.launch import block_size, cdiv, launch, next_pow2
 
 # isort: split
 # Triton after nbx_core.runtime.launch, which sets the backend up (the interpreter) before Triton is imported.
@@ -33,7 +33,7 @@ from nbx_core.tensor.args import FLOATING, INTEGRAL, int_arg, int_list, non_nega
 
 from .memory_format import channels_last, empty_output
 
-_WARPS = 4 if BACKEND != "cpu" else 1
+_WARPS = 4
 
 
 @triton.jit

@@ -22,14 +22,14 @@ from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
 from nbx_core.ops.views import unsqueeze
 from nbx_core.runtime.kernels.indexing import block_indices, needs_int64
-from nbx_core.runtime.launch import BACKEND, block_size, cdiv, launch
+from nbx_core.runtime.launch import block_size, cdiv, launch
 from nbx_core.tensor import NBXTensor
 from nbx_core.tensor.args import FLOATING, int_list, tensor_arg
 
 from .memory_format import channels_last, empty_output
 from .pooling import out_coords
 
-_WARPS = 4 if BACKEND != "cpu" else 1
+_WARPS = 4
 
 
 @triton.jit

@@ -24,7 +24,7 @@ from nbx_core.ops.copy import clone
 from nbx_core.ops.creation import ones_like
 from nbx_core.runtime.kernels.copy import cast_to
 from nbx_core.runtime.kernels.indexing import block_indices, needs_int64
-from nbx_core.runtime.launch import BACKEND, block_size, cdiv, launch
+from nbx_core.runtime.launch import block_size, cdiv, launch
 from nbx_core.runtime.pointwise import pointwise
 from nbx_core.shape import as_shape, broadcast_shapes, check_shape
 from nbx_core.tensor import NBXTensor, empty_tensor
@@ -99,7 +99,7 @@ def _fill(out: NBXTensor, normal: bool, a: float = 0.0, b: float = 1.0) -> NBXTe
     seed, offset = _stream.take(n)
     block = block_size(n, gpu=1024)
     launch(_random_kernel, (cdiv(n, block),), out, n, seed, offset, float(a), float(b), NORMAL=normal,
-           BLOCK=block, INT64=needs_int64(n + offset, out), num_warps=4 if BACKEND != "cpu" else 1)
+           BLOCK=block, INT64=needs_int64(n + offset, out), num_warps=4)
     return out
 
 

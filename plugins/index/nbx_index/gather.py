@@ -66,7 +66,7 @@ def take_rows(op: str, arg: str, x: NBXTensor, index: NBXTensor, size: int, mult
     big = needs_int64(R * Q, x, index) or R * Q > 2**31 - 1
     launch(_take_kernel, (cdiv(R, br), cdiv(Q, bq)), out, x, index, flag, R, J, Q, index.stride(0) if index.ndim else 0,
            size, mult, pre_s, pre_st, post_s, post_st, NPRE=len(pre_s), NPOST=len(post_s),
-            BLOCK_R=br, BLOCK_Q=bq, INT64=big, num_warps=4 if BACKEND != "cpu" else 1)
+            BLOCK_R=br, BLOCK_Q=bq, INT64=big, num_warps=4)
     raise_if_flagged(op, arg, flag, size)
     return out
 

@@ -86,7 +86,7 @@ def _cell(gates: NBXTensor, b_hh: NBXTensor | None, c: NBXTensor, h: NBXTensor) 
     bh = min(max(next_pow2(hidden), 16), 256) if BACKEND == "cpu" else 64
     launch(_lstm_cell_kernel, (cdiv(rows, bb), cdiv(hidden, bh)), gates, b_hh if b_hh is not None else c, c, h,
            rows, hidden, *gates.stride(), *c.stride(), *h.stride(), HAS_BIAS=b_hh is not None,
-           ACC=tl_dtype(gates.dtype), BLOCK_B=bb, BLOCK_H=bh, num_warps=4 if BACKEND != "cpu" else 1)
+           ACC=tl_dtype(gates.dtype), BLOCK_B=bb, BLOCK_H=bh, num_warps=4)
 
 
 class _Layer:

@@ -121,13 +121,12 @@ def moments(x: NBXTensor, units: int, rows: int, row_len: int, unit_stride: int,
     mean = empty_tensor((units,), sdt, x.device)
     var = empty_tensor((units,), sdt, x.device)
     rstd = empty_tensor((units,), sdt, x.device) if eps is not None else var
-    warps = 1 if BACKEND == "cpu" else 8
     launch(_partial_kernel, (units, splits), x, pmean, pm2, total, span, row_len, unit_stride, row_stride,
-           ONE_ROW=rows == 1, BLOCK=block, COMPUTE=compute, INT64=needs_int64(x.numel(), x), num_warps=warps)
+           ONE_ROW=rows == 1, BLOCK=block, COMPUTE=compute, INT64=needs_int64(x.numel(), x), num_warps=8)
     ublock = min(1024, next_pow2(units))
     launch(_combine_kernel, (cdiv(units, ublock),), pmean, pm2, mean, var, rstd, units, splits, total, span,
            float(eps or 0.0), float(eps or 0.0), RSTD=eps is not None, BLOCK=ublock, COMPUTE=compute,
-           num_warps=1 if BACKEND == "cpu" else 4)
+           num_warps=4)
     return mean, var, rstd if eps is not None else None
 
 
@@ -178,4 +177,4 @@ def apply_channels(x: NBXTensor, out: NBXTensor, mean: NBXTensor, rstd: NBXTenso
            weight if weight is not None else x, bias if bias is not None else x, nrows, channels, inner,
            units_per_outer, channels_per_unit, HAS_W=weight is not None, HAS_B=bias is not None, ROWS=rows,
            BLOCK=block, COMPUTE=tl_dtype(D.compute_dtype(x.dtype)), INT64=needs_int64(n, x),
-           num_warps=1 if BACKEND == "cpu" else 8)
+           num_warps=8)

@@ -11,7 +11,7 @@ from nbx_core import dtypes as D
 from nbx_core.errors import NbxValueError, ShapeError
 from nbx_core.runtime.kernels.copy import cast_to
 from nbx_core.runtime.kernels.indexing import block_indices, needs_int64
-from nbx_core.runtime.launch import BACKEND, block_size, cdiv, launch
+from nbx_core.runtime.launch import block_size, cdiv, launch
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 from nbx_core.tensor.args import INTEGRAL, tensor_arg
 
@@ -57,5 +57,5 @@ def bincount(self: NBXTensor, weights: NBXTensor | None = None, minlength: int =
     launch(_bincount_kernel, (cdiv(n, block),), x, weights if weights is not None else x, out, n, x.stride(0),
            weights.stride(0) if weights is not None else 0, WEIGHTED=weights is not None, BLOCK=block,
            INT64=needs_int64(n, x, *([weights] if weights is not None else [])),
-           num_warps=4 if BACKEND != "cpu" else 1)
+           num_warps=4)
     return out

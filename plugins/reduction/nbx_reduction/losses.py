@@ -159,7 +159,7 @@ def _run(op: str, mode: int, x: NBXTensor, class_dim: int, t: NBXTensor, w: NBXT
                rows, px.K, px.I, px.so, px.sk, px.si, to, tc, ti, w.stride(0) if w is not None else 0,
                int(ignore_index), float(eps), MODE=mode, ACC=tl_dtype(acc), WEIGHTED=w is not None,
                SMOOTH=eps > 0, BLOCK_M=bm, BLOCK_C=bc, INT64=needs_int64(rows * px.K, px.x, t_arg),
-               num_warps=1 if BACKEND == "cpu" else (8 if bm * bc >= 2048 else 4))
+               num_warps=8 if bm * bc >= 2048 else 4)
     if reduction == 2:
         result = E.reduce(loss, (0,), False, E.SUM, x.dtype)
     elif reduction == 1 and mode == CLASS_PROBS:

@@ -63,5 +63,5 @@ def cumsum(self: NBXTensor, dim: int, *, dtype: Any = None) -> NBXTensor:
     bk = min(next_pow2(pl.K), max(1024 // bi, 1) if BACKEND == "cpu" else max(2048 // bi, 16))
     launch(_cumsum_kernel, (pl.O, cdiv(pl.I, bi)), pl.x, out, pl.K, pl.I, pl.so, pl.sk, pl.si,
            SRC=tl_dtype(out_dtype), ACC=tl_dtype(acc), BLOCK_K=bk, BLOCK_I=bi,
-           INT64=needs_int64(pl.O * pl.K * pl.I, pl.x, out), num_warps=1 if BACKEND == "cpu" else 4)
+           INT64=needs_int64(pl.O * pl.K * pl.I, pl.x, out), num_warps=4)
     return out

@@ -220,5 +220,5 @@ def column_pass(x: NBXTensor, tmp: NBXTensor, *, n: int, c: int, sign: int,
            plan.twiddles(n, sign, x.device), views.view_as_real(tmp), r, x.stride(0) * cplx, x.stride(1) * cplx,
            C=c, BJ=bj, COMPLEX_IN=x.dtype.is_complex, UNIT_X=x.stride(1) == 1,
            INT64=needs_int64(max(x.numel() * cplx, tmp.numel() * 2), xf, tmp),
-           num_warps=4 if BACKEND != "cpu" else 1)
+           num_warps=4)
 
