@@ -4,7 +4,8 @@
 # benchmarks. Logs and JSON results go to the folder given as $1 (default: $OUT).
 #   scripts/gpu_check.sh OUTDIR [pytest args...]
 # SKIP_TESTS=1, SKIP_BENCH=1, BENCH_FAMILIES=a,b, BENCH_QUICK=1 and SWEEP=a,b narrow or extend it;
-# MODELS=a,b (or MODELS=all) also runs the whole-model benchmark (benchmarks/models.py) on those models.
+# MODELS=a,b (or MODELS=all) also runs the whole-model benchmark (benchmarks/models.py) on those models;
+# FIRST_RUN=a,b the cold, warm and bundled first runs of those models (benchmarks/first_run.py).
 set -uo pipefail
 out=${1:-${OUT:?give an output folder}}
 shift || true
@@ -31,6 +32,9 @@ if [ -n "${MODELS:-}" ]; then
     models=$([ "$MODELS" = all ] && echo "" || echo "--models $MODELS")
     # shellcheck disable=SC2086
     python3 -m benchmarks.models --out "$out" $models 2>&1 | tee "$out/models.log" | tail -60 || rc=1
+fi
+if [ -n "${FIRST_RUN:-}" ]; then
+    python3 -m benchmarks.first_run --out "$out" --models "$FIRST_RUN" 2>&1 | tee "$out/first_run.log" | tail -20 || rc=1
 fi
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
     # one JSON per family in $out (the device tool returns 8 files: narrow with BENCH_FAMILIES)
