@@ -5,16 +5,18 @@ A plugin that tunes keeps its sweeps in a ``tuning`` module next to its plugin m
 names a :class:`~nbx_core.runtime.tuning.Tunable`, the shapes it is tuned at by default, and how to
 build a :class:`Case` for a shape: inputs (random normal values: zeros would flatter the GPU's
 clocks), the lookup arguments of the launch and the candidates to try. :func:`measure` times every
-candidate of a case through the launcher's ``config=``, and :func:`choose` picks, for each lookup
-key, the configuration fastest in total over the cases that share the key. ``nbx tune`` keeps
-those choices in the user cache (:func:`tune`); ``benchmarks/sweep.py`` times the same cases
-against torch and writes its choices into the plugins' tables.
+candidate of a case through the launcher's ``config=`` (GPU time, :func:`kernel_clock`), and
+:func:`choose` picks, for each lookup key, the configuration fastest in total over the cases that
+share the key. ``nbx tune`` keeps those choices in the user cache (:func:`tune`);
+``benchmarks/sweep.py`` times the same cases against torch and writes its choices into the
+plugins' tables.
 """
 
 from __future__ import annotations
 
 import functools
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
@@ -90,8 +92,45 @@ def wall_clock(fn: Callable[[], Any], reps: int) -> float:
     return sorted(times)[len(times) // 2]
 
 
+def kernel_clock(fn: Callable[[], Any], reps: int) -> float:
+    """Mean seconds of GPU work per run of ``fn`` over ``reps`` runs queued behind a GPU sleep and
+    bracketed by CUDA events: the host's launch time is not in it, as it would be on the host clock
+    for kernels shorter than their launch. Falls back to :func:`wall_clock`, with a warning, where
+    the events or the sleep fail."""
+    from ..memory import cuda as _cuda
+    from .kernels.sleep import gpu_sleep
+
+    fn()
+    _cuda.synchronize()
+    t0 = time.perf_counter()
+    fn()
+    _cuda.synchronize()
+    one = time.perf_counter() - t0  # launch plus GPU time: the sleep outlasts enqueuing every run
+    driver = _cuda._driver()
+    events: list[Any] = []
+    try:
+        events = [_cuda.check(driver.cuEventCreate(0), "cuEventCreate") for _ in range(2)]
+        stream = _cuda.current_stream()
+        gpu_sleep(2 * one * reps + 1e-3)
+        _cuda.check(driver.cuEventRecord(events[0], stream), "cuEventRecord")
+        for _ in range(reps):
+            fn()
+        _cuda.check(driver.cuEventRecord(events[1], stream), "cuEventRecord")
+        _cuda.check(driver.cuEventSynchronize(events[1]), "cuEventSynchronize")
+        elapsed = getattr(driver, "cuEventElapsedTime_v2", None) or driver.cuEventElapsedTime
+        ms = _cuda.check(elapsed(events[0], events[1]), "cuEventElapsedTime")
+    except Exception as exc:  # the host clock still ranks long kernels correctly
+        warnings.warn(f"tuning: GPU event timing failed ({type(exc).__name__}: {exc}); timing on the host clock, "
+                      "which counts the launch of kernels shorter than it", stacklevel=2)
+        return wall_clock(fn, reps)
+    finally:
+        for event in events:
+            driver.cuEventDestroy(event)
+    return float(ms) / 1e3 / reps
+
+
 def measure(case: Case, reps: int = 20,
-            timer: Callable[[Callable[[], Any], int], float] = wall_clock) -> list[Timing]:
+            timer: Callable[[Callable[[], Any], int], float] = kernel_clock) -> list[Timing]:
     """Every candidate of ``case`` timed by ``timer``."""
     out = []
     for config in case.candidates:
