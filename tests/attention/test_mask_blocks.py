@@ -101,3 +101,11 @@ def test_mask_with_causal_over_several_key_blocks(kind):
     both = mask & tril if kind == "bool" else mask.masked_fill(~tril, float("-inf"))
     check_op(SDPA, q, k, v, mask, 0.0, True,
              torch_fn=lambda *a: torch.ops.aten.scaled_dot_product_attention(q, k, v, both))
+
+
+def test_grouped_query_attention_with_a_causal_mask_as_data():
+    # Llama's case: 4 query heads share 2 key/value heads; the mask broadcasts over all heads.
+    q = make((1, 4, 130, 16), "float32", seed=0)
+    k, v = make((1, 2, 130, 16), "float32", seed=1), make((1, 2, 130, 16), "float32", seed=2)
+    keep = torch.ones(130, 130, dtype=torch.bool).tril().expand(1, 1, 130, 130)
+    check_op(SDPA, q, k, v, keep, enable_gqa=True)

@@ -121,3 +121,46 @@ def test_batch_norm_and_relu_run_in_the_convolutions_epilogue(tmp_path):
     assert plan["kernels"]["_conv_kernel"] == 2 and plan["kernels"]["_pointwise_kernel"] == 2, plan
     np.testing.assert_allclose(_outputs(prog(*case.args))[0], case.module(*case.args).detach().numpy(),
                                rtol=1e-5, atol=1e-5)
+
+
+class _ConvBlocks(torch.nn.Module):
+    """Convolutions of every kind the epilogue meets, each followed by batch norm and an activation."""
+
+    def __init__(self, variant: str) -> None:
+        super().__init__()
+        nn = torch.nn
+        self.variant = variant
+        if variant == "grouped_with_bias":
+            self.conv = nn.Conv2d(8, 12, 3, padding=1, groups=4, bias=True)
+            self.bn = nn.BatchNorm2d(12)
+        elif variant == "transposed":
+            self.conv = nn.ConvTranspose2d(8, 6, 3, stride=2, padding=1, output_padding=1)
+            self.bn = nn.BatchNorm2d(6)
+        elif variant == "3d":
+            self.conv = nn.Conv3d(8, 6, 3, padding=1, bias=False)
+            self.bn = nn.BatchNorm3d(6)
+        else:  # residual: conv -> BN, plus the input, then ReLU (ResNet's block end)
+            self.conv = nn.Conv2d(8, 8, 1, bias=False)
+            self.bn = nn.BatchNorm2d(8)
+        self.bn.running_mean.uniform_(-0.5, 0.5)
+        self.bn.running_var.uniform_(0.5, 2.0)
+        self.bn.weight.data.uniform_(0.5, 1.5)
+        self.bn.bias.data.uniform_(-0.5, 0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.bn(self.conv(x))
+        return torch.relu(y + x) if self.variant == "residual" else torch.nn.functional.silu(y)
+
+
+@pytest.mark.parametrize("variant", ["grouped_with_bias", "transposed", "3d", "residual"])
+def test_convolution_epilogues_match_torch(variant, tmp_path):
+    torch.manual_seed(5)
+    module = _ConvBlocks(variant).eval()
+    x = torch.randn(2, 8, 4, 5, 6) if variant == "3d" else torch.randn(2, 8, 6, 7)
+    path = export_module(module, (x,), tmp_path / f"{variant}.nbx")
+    prog = load(path, device=kernel_device_type())
+    with torch.no_grad():
+        want = module(x).numpy()
+    for _ in range(2):  # the first run records the plan, the second replays it fused
+        np.testing.assert_allclose(_outputs(prog(x))[0], want, rtol=1e-5, atol=1e-5)
+    assert prog.describe(x)["fused"]["epilogues"] == 1
