@@ -162,3 +162,21 @@ def test_bad_inputs(on_cuda):
     with pytest.raises(DeviceError, match="device"):
         run_op("aten::batch_norm", from_torch(x), None, None, on_cuda(from_torch(rm)), from_torch(rv), False,
                0.1, 1e-5, True)
+
+
+@pytest.mark.parametrize("affine", ["weight", "bias", "neither"])
+@pytest.mark.parametrize("shape", [(6, 3), (4, 3, 5), (2, 3, 4, 5)])
+def test_inference_with_partial_affine_and_any_rank(affine, shape):
+    # Inference is elementwise with per-channel operands: each of weight and bias may be missing,
+    # and the channel vectors broadcast over any number of trailing dims.
+    w, b, rm, rv = _params("float32")
+    w = w if affine == "weight" else None
+    b = b if affine == "bias" else None
+    check_op("aten::_native_batch_norm_legit_no_training", make(shape), w, b, rm, rv, 0.1, 1e-5)
+
+
+def test_inference_on_a_channels_last_input_with_float32_stats():
+    # A bfloat16 input with float32 parameters and statistics (the statistics dtype rule), read
+    # through channels-last strides without a contiguous copy.
+    x = make((2, 3, 4, 5), "bfloat16").to(memory_format=torch.channels_last)
+    check_op("aten::_native_batch_norm_legit_no_training", x, *_params("bfloat16", mixed=True), 0.1, 1e-5)
