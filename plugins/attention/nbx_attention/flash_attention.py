@@ -11,7 +11,7 @@ Key blocks that need no masking (inside the key length and fully below the causa
 first without any ``where``; the remaining blocks (the diagonal, the key tail) apply the masks.
 An attention mask spanning several key blocks is summarised into block lists first
 (:mod:`nbx_attention.mask_blocks`): the kernel skips the tiles it masks out entirely and loads it
-only for tiles it changes in part, so a causal mask given as data costs what ``is_causal`` does.
+only for tiles it changes in part, so a causal mask given as data skips the tiles ``is_causal`` skips.
 The causal mask is torch's: query ``i`` sees key ``j`` iff ``j <= i`` (the top-left aligned tril of
 an L x S matrix); blocks past the diagonal are skipped. An attention mask is either boolean (True =
 attend) or additive, broadcast by stride-0 strides.
