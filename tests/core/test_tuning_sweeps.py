@@ -25,6 +25,7 @@ SMALL = {
     ("conv", "convolution"): ((2, 16, 6, 8, 3, 1, 1), "float32"),
     ("conv", "global_avg_pool"): ((2, 40, 3, 5), "float32"),
     ("reduction", "rows"): ((5, 3000), "float32"), ("reduction", "columns"): ((3000, 40), "float32"),
+    ("reduction", "cumsum"): ((5, 300), "float32"), ("reduction", "xent"): ((5, 300), "float32"),
     ("index", "topk"): ((2, 100), "float32"), ("index", "sort"): ((2, 100), "float32"),
     ("spectral", "row_fft"): ((3, 256), "float32"), ("spectral", "column_pass"): ((1, 65536), "float32"),
     ("spectral", "dft"): ((2, 2000, 400, 160), "float32"),
