@@ -14,7 +14,8 @@ is random, so ``train=True`` with ``dropout > 0`` and several layers is refused.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import triton
@@ -24,14 +25,24 @@ from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
 from nbx_core.ops.copy import copy_
 from nbx_core.ops.views import narrow, permute, select
 from nbx_core.runtime.kernels.copy import cast_to
-from nbx_core.runtime.launch import BACKEND, cdiv, launch, next_pow2
+from nbx_core.runtime.launch import cdiv, launch, next_pow2
 from nbx_core.runtime.pointwise import tl_dtype
+from nbx_core.runtime.tuning import Key, Tunable, bucket
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 from nbx_core.tensor.args import FLOATING, INTEGRAL, check_dtype, same_dtype, tensor_arg
 
 from .matmul import gemm
 
 OP = "aten::lstm"
+LSTM_CELL = Tunable(
+    "linalg", "lstm_cell", {"BLOCK_B": "pow2", "BLOCK_H": "pow2", "num_warps": "pow2"},
+    key=lambda size, rows, hidden: Key({"itemsize": size, "B": bucket(rows), "H": bucket(hidden)}),
+    rule=lambda size, rows, hidden: {"BLOCK_B": 16, "BLOCK_H": 64, "num_warps": 4},
+    interpreter=lambda size, rows, hidden: {"BLOCK_B": min(next_pow2(rows), 64),
+                                            "BLOCK_H": min(max(next_pow2(hidden), 16), 256), "num_warps": 4},
+    tables=Path(__file__).with_name("configs"))
+"""The cell kernel's tiles: BLOCK_B batch rows by BLOCK_H hidden units, and its warps. Arguments:
+the state's itemsize, the batch rows and the hidden size."""
 
 
 @triton.jit
@@ -78,15 +89,18 @@ def _t(w: NBXTensor) -> NBXTensor:
     return permute(w, 1, 0)
 
 
-def _cell(gates: NBXTensor, b_hh: NBXTensor | None, c: NBXTensor, h: NBXTensor) -> None:
+def cell(gates: NBXTensor, b_hh: NBXTensor | None, c: NBXTensor, h: NBXTensor,
+         config: Mapping[str, int] | None = None) -> None:
+    """One LSTM step of every row: ``gates`` (rows, 4 * hidden) plus ``b_hh`` update the state ``c``
+    in place and write ``h`` (both (rows, hidden)); ``config`` replaces the lookup of :data:`LSTM_CELL`."""
     rows, hidden = c.shape
     if rows == 0 or hidden == 0:
         return
-    bb = min(max(next_pow2(rows), 1), 64) if BACKEND == "cpu" else 16
-    bh = min(max(next_pow2(hidden), 16), 256) if BACKEND == "cpu" else 64
+    cfg = LSTM_CELL.choose(config, c.dtype.itemsize, rows, hidden)
+    bb, bh = cfg["BLOCK_B"], cfg["BLOCK_H"]
     launch(_lstm_cell_kernel, (cdiv(rows, bb), cdiv(hidden, bh)), gates, b_hh if b_hh is not None else c, c, h,
            rows, hidden, *gates.stride(), *c.stride(), *h.stride(), HAS_BIAS=b_hh is not None,
-           ACC=tl_dtype(gates.dtype), BLOCK_B=bb, BLOCK_H=bh, num_warps=4)
+           ACC=tl_dtype(gates.dtype), BLOCK_B=bb, BLOCK_H=bh, num_warps=cfg["num_warps"])
 
 
 class _Layer:
@@ -172,10 +186,10 @@ def _run(steps: list[tuple[int, int]], x: NBXTensor, hx: Sequence[NBXTensor], la
                 h_rows, c_rows = narrow(h, 0, 0, rows), narrow(c, 0, 0, rows)
                 gemm(OP, h_rows, _t(lay.w_hh), g, beta=1, out=g)
                 if h_pre is None:
-                    _cell(g, lay.b_hh, c_rows, h_rows)
+                    cell(g, lay.b_hh, c_rows, h_rows)
                 else:
                     hp = narrow(h_pre, 0, 0, rows)
-                    _cell(g, lay.b_hh, c_rows, hp)
+                    cell(g, lay.b_hh, c_rows, hp)
                     gemm(OP, hp, _t(lay.w_hr), out=h_rows)
                 copy_(narrow(out_d, 0, start, rows), h_rows)
         x = out

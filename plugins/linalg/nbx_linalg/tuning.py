@@ -1,10 +1,14 @@
-"""nbx-linalg's sweeps (``nbx tune --family linalg``, ``benchmarks/sweep.py``): the GEMM's tiles.
+"""nbx-linalg's sweeps (``nbx tune --family linalg``, ``benchmarks/sweep.py``): the GEMM's tiles
+and the LSTM cell's.
 
 A shape is ``MxNxK`` or ``BxMxNxK`` (a batch of products); each is tuned in two layouts: ``NN`` (mm
 or bmm) and ``NT`` (linear with a bias, W stored (N, K); for a batch, attention scores q @ k^T).
 The default shapes are the benchmarks': Llama-style prefill scores, BERT-base scores and FFN, a
 decoding step, the large squares. Each has its own candidates (the tiles its sweeps compared); a
 shape given on the command line tries :data:`nbx_linalg.configs.CANDIDATES`.
+
+An LSTM cell shape is ``BATCHxHIDDEN``: one step from random gates and state, tried at batch and
+hidden tiles around the shipped 16 x 64.
 """
 
 from __future__ import annotations
@@ -13,13 +17,16 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from nbx_core import dtypes as D
 from nbx_core.errors import NbxValueError
+from nbx_core.ops.copy import copy_
 from nbx_core.ops.views import expand, transpose
 from nbx_core.runtime.tuner import Case, Shape, Sweep, randn
 from nbx_core.runtime.tuning import Config
-from nbx_core.tensor import NBXTensor
+from nbx_core.tensor import NBXTensor, empty_tensor
 
 from . import configs
+from .lstm import LSTM_CELL, cell
 from .matmul import gemm
 
 _FIELDS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages", "TMA", "SPLIT_K", "PERSISTENT")
@@ -99,4 +106,32 @@ def _cases(shape: Shape, dtype: str) -> list[Case]:
     return cases
 
 
-SWEEPS = [Sweep(configs.GEMM, list(SHAPE_CANDIDATES), _cases, "MxNxK, or BxMxNxK for a batch")]
+CELL_CANDIDATES = [{"BLOCK_B": b, "BLOCK_H": h, "num_warps": w}
+                   for b, h, w in [(16, 64, 4), (8, 128, 4), (16, 128, 4), (32, 64, 4), (32, 128, 8), (4, 256, 4)]]
+
+
+def _cell_cases(shape: Shape, dtype: str) -> list[Case]:
+    if len(shape) != 2:
+        raise NbxValueError(f"an LSTM cell shape is BATCHxHIDDEN, got {'x'.join(map(str, shape))}")
+    batch, hidden = shape
+    rng = np.random.default_rng(0)
+    x, h0, c0 = (randn((batch, hidden), dtype, rng) for _ in range(3))
+    w_ih, w_hh = randn((4 * hidden, hidden), dtype, rng), randn((4 * hidden, hidden), dtype, rng)
+    b_ih, b_hh = randn((4 * hidden,), dtype, rng), randn((4 * hidden,), dtype, rng)
+    # The step's gates as the LSTM computes them (float32, float64 for float64); the cell adds b_hh.
+    gates = gemm("tune", x, transpose(w_ih, 0, 1), b_ih, beta=1, out_dtype=D.float64 if x.dtype is D.float64
+                 else D.float32)
+    gemm("tune", h0, transpose(w_hh, 0, 1), gates, beta=1, out=gates)
+    c, h = empty_tensor(c0.shape, c0.dtype, c0.device), empty_tensor(h0.shape, h0.dtype, h0.device)
+
+    def run(cfg: Config | None) -> NBXTensor:
+        copy_(c, c0)  # the cell updates c in place: every run starts from c0
+        cell(gates, b_hh, c, h, config=cfg)
+        return h
+
+    return [Case(f"lstm cell {batch}x{hidden} {dtype}", (x.dtype.itemsize, batch, hidden), run, CELL_CANDIDATES,
+                 ("lstm_cell", (x, [h0, c0], w_ih, w_hh, b_ih, b_hh)))]
+
+
+SWEEPS = [Sweep(configs.GEMM, list(SHAPE_CANDIDATES), _cases, "MxNxK, or BxMxNxK for a batch"),
+          Sweep(LSTM_CELL, [(64, 1024), (256, 2048)], _cell_cases, "BATCHxHIDDEN (one step)", ("float32",))]

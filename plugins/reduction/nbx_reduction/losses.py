@@ -9,6 +9,8 @@ kernel (no out-of-bounds read) and flagged; the flag is read back after every ke
 queued and raises IndexOutOfRangeError.
 """
 
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import triton
@@ -19,8 +21,9 @@ from nbx_core.errors import IndexOutOfRangeError, NbxTypeError, NbxValueError, S
 from nbx_core.runtime import checks
 from nbx_core.runtime.kernels.copy import cast_to
 from nbx_core.runtime.kernels.indexing import needs_int64
-from nbx_core.runtime.launch import BACKEND, cdiv, launch, next_pow2
+from nbx_core.runtime.launch import cdiv, launch, next_pow2
 from nbx_core.runtime.pointwise import pointwise, tl_dtype
+from nbx_core.runtime.tuning import Key, Tunable, bucket
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 from nbx_core.tensor.args import FLOATING, check_dtype, tensor_arg
 
@@ -29,6 +32,26 @@ from .rules import DTYPES
 
 NLL, CLASS_INDEX, CLASS_PROBS = 0, 1, 2
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
+_MODES = {NLL: "nll", CLASS_INDEX: "index", CLASS_PROBS: "probs"}
+
+
+def _tiles(mode: int, rows: int, classes: int, cap: int) -> dict[str, int]:
+    # A load holds at most `cap` elements: up to `cap` classes and as many rows as fit, at most 64
+    # (nll reads one class a row: up to 1024 rows); loads of 2048 elements or more get 8 warps.
+    bc = 1 if mode == NLL else min(next_pow2(classes), cap)
+    bm = min(next_pow2(rows), max(cap // bc, 1), 1024 if mode == NLL else 64)
+    return {"BLOCK_M": bm, "BLOCK_C": bc, "num_warps": 8 if bm * bc >= 2048 else 4}
+
+
+XENT = Tunable(
+    "reduction", "xent", {"BLOCK_M": "pow2", "BLOCK_C": "pow2", "num_warps": "pow2"},
+    key=lambda mode, size, rows, classes: Key({"mode": _MODES[mode], "itemsize": size, "M": bucket(rows),
+                                               "C": bucket(classes)}),
+    rule=lambda mode, size, rows, classes: _tiles(mode, rows, classes, 4096),
+    interpreter=lambda mode, size, rows, classes: _tiles(mode, rows, classes, 1024),
+    tables=Path(__file__).with_name("configs"))
+"""The loss kernel's tiles: BLOCK_M rows by BLOCK_C classes a load, and its warps. Arguments: the
+mode (NLL, CLASS_INDEX or CLASS_PROBS), the input's itemsize, the rows and the classes."""
 
 
 @triton.jit
@@ -132,8 +155,11 @@ def _weight(op: str, weight: Any, classes: int) -> NBXTensor | None:
     return w
 
 
-def _run(op: str, mode: int, x: NBXTensor, class_dim: int, t: NBXTensor, w: NBXTensor | None, reduction: int,
-         ignore_index: int, eps: float) -> NBXTensor:
+def class_loss(op: str, mode: int, x: NBXTensor, class_dim: int, t: NBXTensor, w: NBXTensor | None,
+               reduction: int, ignore_index: int, eps: float, config: Mapping[str, int] | None = None) -> NBXTensor:
+    """``op``'s loss in ``mode`` of the checked input ``x`` (classes along ``class_dim``), target ``t``
+    and class weights ``w``; ``reduction`` 0 (none), 1 (mean) or 2 (sum). ``config`` replaces the
+    lookup of :data:`XENT`."""
     px = E.plan(x, (class_dim,))
     rows = px.O * px.I
     if mode == CLASS_PROBS:
@@ -152,14 +178,12 @@ def _run(op: str, mode: int, x: NBXTensor, class_dim: int, t: NBXTensor, w: NBXT
     # Targets out of range raise a checks flag [raised, a bad target], read at the next host wait.
     flag = checks.slot(x.device) if mode != CLASS_PROBS else wt
     if rows:
-        cap = 1024 if BACKEND == "cpu" else 4096
-        bc = 1 if mode == NLL else min(next_pow2(px.K), cap)
-        bm = min(next_pow2(rows), max(cap // bc, 1), 1024 if mode == NLL else 64)
-        launch(_xent_kernel, (cdiv(rows, bm),), px.x, t_arg, w if w is not None else px.x, loss, wt, flag,
+        cfg = XENT.choose(config, mode, x.dtype.itemsize, rows, px.K)
+        launch(_xent_kernel, (cdiv(rows, cfg["BLOCK_M"]),), px.x, t_arg, w if w is not None else px.x, loss, wt, flag,
                rows, px.K, px.I, px.so, px.sk, px.si, to, tc, ti, w.stride(0) if w is not None else 0,
                int(ignore_index), float(eps), MODE=mode, ACC=tl_dtype(acc), WEIGHTED=w is not None,
-               SMOOTH=eps > 0, BLOCK_M=bm, BLOCK_C=bc, INT64=needs_int64(rows * px.K, px.x, t_arg),
-               num_warps=8 if bm * bc >= 2048 else 4)
+               SMOOTH=eps > 0, BLOCK_M=cfg["BLOCK_M"], BLOCK_C=cfg["BLOCK_C"],
+               INT64=needs_int64(rows * px.K, px.x, t_arg), num_warps=cfg["num_warps"])
     if reduction == 2:
         result = E.reduce(loss, (0,), False, E.SUM, x.dtype)
     elif reduction == 1 and mode == CLASS_PROBS:
@@ -197,10 +221,10 @@ def cross_entropy_loss(self: NBXTensor, target: NBXTensor, weight: NBXTensor | N
                                f"floating point, got {t.dtype}")
         if ignore_index >= 0:
             raise NbxValueError(f"{op}: ignore_index is not supported with class-probability targets")
-        return _run(op, CLASS_PROBS, x, class_dim, t, w, red, ignore_index, label_smoothing)
+        return class_loss(op, CLASS_PROBS, x, class_dim, t, w, red, ignore_index, label_smoothing)
     shape = tuple(s for d, s in enumerate(x.shape) if d != class_dim)
     t = _index_target(op, t, shape)
-    return _run(op, CLASS_INDEX, x, class_dim, t, w, red, ignore_index, label_smoothing)
+    return class_loss(op, CLASS_INDEX, x, class_dim, t, w, red, ignore_index, label_smoothing)
 
 
 def nll_loss(self: NBXTensor, target: NBXTensor, weight: NBXTensor | None = None, reduction: int = 1,
@@ -216,7 +240,7 @@ def nll_loss(self: NBXTensor, target: NBXTensor, weight: NBXTensor | None = None
     class_dim = x.ndim - 1
     w = _weight(op, weight, x.shape[class_dim])
     t = _index_target(op, target, x.shape[:1] if x.ndim == 2 else ())
-    return _run(op, NLL, x, class_dim, t, w, red, ignore_index, 0.0)
+    return class_loss(op, NLL, x, class_dim, t, w, red, ignore_index, 0.0)
 
 
 def mse_loss(self: NBXTensor, target: NBXTensor, reduction: int = 1) -> NBXTensor:

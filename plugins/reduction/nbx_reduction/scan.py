@@ -6,6 +6,8 @@ neighbouring columns of one outer index, ``BLOCK_K`` steps at a time.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import triton
@@ -14,14 +16,36 @@ import triton.language as tl
 from nbx_core import dtypes as D
 from nbx_core.runtime.kernels.copy import cast_to
 from nbx_core.runtime.kernels.indexing import needs_int64
-from nbx_core.runtime.launch import BACKEND, cdiv, launch, next_pow2
+from nbx_core.runtime.launch import cdiv, launch, next_pow2
 from nbx_core.runtime.pointwise import tl_dtype
+from nbx_core.runtime.tuning import Key, Tunable, bucket
 from nbx_core.shape import wrap_dim
 from nbx_core.tensor import NBXTensor, empty_tensor
 from nbx_core.tensor.args import dtype_arg, int_arg, tensor_arg
 
 from .engine import plan
 from .rules import DTYPES
+
+
+def _gpu_tiles(size: int, i: int, k: int) -> dict[str, int]:
+    # Narrow column tiles, and at least 2048 elements (16 steps) a load.
+    bi = min(next_pow2(i), 64)
+    return {"BLOCK_I": bi, "BLOCK_K": min(next_pow2(k), max(2048 // bi, 16)), "num_warps": 4}
+
+
+def _interpreter_tiles(size: int, i: int, k: int) -> dict[str, int]:
+    # Few programs: up to 1024 columns, 1024 elements a load.
+    bi = min(next_pow2(i), 1024)
+    return {"BLOCK_I": bi, "BLOCK_K": min(next_pow2(k), max(1024 // bi, 1)), "num_warps": 4}
+
+
+CUMSUM = Tunable(
+    "reduction", "cumsum", {"BLOCK_I": "pow2", "BLOCK_K": "pow2", "num_warps": "pow2"},
+    key=lambda size, i, k: Key({"itemsize": size, "I": bucket(i), "K": bucket(k)}),
+    rule=_gpu_tiles, interpreter=_interpreter_tiles,
+    tables=Path(__file__).with_name("configs"))
+"""The scan's tiles: BLOCK_I neighbouring columns by BLOCK_K steps a load, and its warps. Arguments:
+the input's itemsize, the columns (I) and the scanned length (K)."""
 
 
 @triton.jit
@@ -57,11 +81,16 @@ def cumsum(self: NBXTensor, dim: int, *, dtype: Any = None) -> NBXTensor:
     out = empty_tensor(x.shape, out_dtype, x.device)
     if out.numel() == 0:
         return out
-    pl = plan(x, (d,) if x.ndim else ())
-    acc = D.compute_dtype(out_dtype) if out_dtype.is_floating_point else D.int64
-    bi = min(next_pow2(pl.I), 1024 if BACKEND == "cpu" else 64)
-    bk = min(next_pow2(pl.K), max(1024 // bi, 1) if BACKEND == "cpu" else max(2048 // bi, 16))
-    launch(_cumsum_kernel, (pl.O, cdiv(pl.I, bi)), pl.x, out, pl.K, pl.I, pl.so, pl.sk, pl.si,
-           SRC=tl_dtype(out_dtype), ACC=tl_dtype(acc), BLOCK_K=bk, BLOCK_I=bi,
-           INT64=needs_int64(pl.O * pl.K * pl.I, pl.x, out), num_warps=4)
+    return scan(out, x, d)
+
+
+def scan(out: NBXTensor, x: NBXTensor, dim: int, config: Mapping[str, int] | None = None) -> NBXTensor:
+    """Write the cumulative sum of ``x`` along ``dim`` (wrapped, ``x`` not empty) into ``out``, a
+    contiguous tensor of ``x``'s shape, and return it; ``config`` replaces the lookup of :data:`CUMSUM`."""
+    pl = plan(x, (dim,) if x.ndim else ())
+    acc = D.compute_dtype(out.dtype) if out.dtype.is_floating_point else D.int64
+    cfg = CUMSUM.choose(config, x.dtype.itemsize, pl.I, pl.K)
+    launch(_cumsum_kernel, (pl.O, cdiv(pl.I, cfg["BLOCK_I"])), pl.x, out, pl.K, pl.I, pl.so, pl.sk, pl.si,
+           SRC=tl_dtype(out.dtype), ACC=tl_dtype(acc), BLOCK_K=cfg["BLOCK_K"], BLOCK_I=cfg["BLOCK_I"],
+           INT64=needs_int64(pl.O * pl.K * pl.I, pl.x, out), num_warps=cfg["num_warps"])
     return out
