@@ -30,6 +30,8 @@ SMALL = {
     ("index", "topk"): ((2, 100), "float32"), ("index", "sort"): ((2, 100), "float32"),
     ("spectral", "row_fft"): ((3, 256), "float32"), ("spectral", "column_pass"): ((1, 65536), "float32"),
     ("spectral", "dft"): ((2, 2000, 400, 160), "float32"),
+    ("index", "embedding_bag"): ((3, 5, 40, 50), "float32"), ("index", "multinomial"): ((3, 300, 5), "float32"),
+    ("spectral", "pad"): ((2, 300, 50), "float32"), ("spectral", "overlap_add"): ((2, 20, 64, 16), "float32"),
 }
 
 

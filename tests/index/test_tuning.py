@@ -1,10 +1,13 @@
-"""sort and topk launches as data (nbx_index.sort.SORT, nbx_index.topk.TOPK): today's choices on each
-backend, and config=."""
+"""sort, topk, embedding_bag and multinomial launches as data (nbx_index.sort.SORT, nbx_index.topk.TOPK,
+nbx_index.embedding.EMBEDDING_BAG, nbx_index.random.MULTINOMIAL): today's choices on each backend, and
+config=."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+from nbx_index import embedding as E
+from nbx_index import random as R
 from nbx_index import sort as S
 from nbx_index import topk as T
 
@@ -28,6 +31,18 @@ def test_same_launch_as_before(itemsize):
         assert T.TOPK.resolve(itemsize, n, target=None)[0] == {"num_warps": 1}
         if tuning.arch() is None:
             assert S.SORT.lookup(itemsize, n)["CHUNK"] == 16 and T.TOPK.lookup(itemsize, n)["num_warps"] == 1
+
+
+def test_same_tiles_as_before():
+    # Before the choice moved onto nbx_core.runtime.tuning: embedding_bag's columns a program were
+    # the row up to 1024 on a GPU and 4096 on the interpreter; multinomial's samples a program up
+    # to 64 on both, walking 128 categories a step on a GPU and up to 4096 on the interpreter.
+    for d, gpu, cpu in ((0, 1, 1), (40, 64, 64), (3000, 1024, 4096), (9000, 1024, 4096)):
+        assert E.EMBEDDING_BAG.resolve("float32", d, target="sm_90")[0] == {"BLOCK_D": gpu}
+        assert E.EMBEDDING_BAG.resolve("bfloat16", d, target=None)[0] == {"BLOCK_D": cpu}
+    for n, s, bs, gpu, cpu in ((5, 3, 4, 8, 8), (300, 100, 64, 128, 512), (10000, 64, 64, 128, 4096)):
+        assert R.MULTINOMIAL.resolve("float32", n, s, target="sm_90")[0] == {"BLOCK_S": bs, "BLOCK_N": gpu}
+        assert R.MULTINOMIAL.resolve("float32", n, s, target=None)[0] == {"BLOCK_S": bs, "BLOCK_N": cpu}
 
 
 def test_config_argument_replaces_the_lookup(monkeypatch):

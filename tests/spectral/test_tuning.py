@@ -1,5 +1,5 @@
-"""FFT launches as data (nbx_spectral.row_fft.ROW_FFT, COLUMN_PASS, nbx_spectral.fft.DFT): today's
-choices on each backend, and config=."""
+"""FFT and stft launches as data (nbx_spectral.row_fft.ROW_FFT, COLUMN_PASS, nbx_spectral.fft.DFT,
+nbx_spectral.stft.PAD, OVERLAP_ADD): today's choices on each backend, and config=."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import pytest
 import torch
 from nbx_spectral import fft as F
 from nbx_spectral import row_fft as R
+from nbx_spectral import stft as S
 
 from nbx_core.errors import NbxError
 from nbx_core.runtime import tuning
@@ -35,6 +36,14 @@ def test_same_launch_as_before():
         assert F.DFT.resolve(kind, n, rows, target=None)[0] == config
         if tuning.arch() is None:
             assert F.DFT.lookup(kind, n, rows) == config
+
+
+def test_same_stft_blocks_as_before():
+    # Before the choice moved onto nbx_core.runtime.tuning: stft's pad and istft's overlap-add ran
+    # programs of the row's floats (at least 16), up to 1024 on a GPU and 65536 on the interpreter.
+    for n, gpu, cpu in ((5, 16, 16), (600, 1024, 1024), (3000, 1024, 4096), (480400, 1024, 65536)):
+        assert S.PAD.resolve(n, target="sm_90")[0] == S.OVERLAP_ADD.resolve(n, 3, target="sm_90")[0] == {"BLOCK": gpu}
+        assert S.PAD.resolve(n, target=None)[0] == S.OVERLAP_ADD.resolve(n, 3, target=None)[0] == {"BLOCK": cpu}
 
 
 def test_config_argument_replaces_the_lookup(monkeypatch):

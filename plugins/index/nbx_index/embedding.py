@@ -9,6 +9,9 @@ max: the weight row of each maximum). Offsets are clamped into ``[0, len(indices
 kernel, so malformed offsets can never read outside the indices.
 """
 
+from collections.abc import Mapping
+from pathlib import Path
+
 import triton
 import triton.language as tl
 
@@ -16,11 +19,22 @@ from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
 from nbx_core.ops import views as V
 from nbx_core.runtime.kernels.copy import contiguous_copy
 from nbx_core.runtime.kernels.index_range import checked, flag_for, raise_if_flagged
-from nbx_core.runtime.launch import BACKEND, launch, next_pow2
+from nbx_core.runtime.launch import launch, next_pow2
+from nbx_core.runtime.tuning import Key, Tunable, bucket
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 from nbx_core.tensor.args import INDEX, tensor_arg
 
 from .gather import take_rows
+
+EMBEDDING_BAG = Tunable(
+    "index", "embedding_bag", {"BLOCK_D": "pow2"},
+    key=lambda dtype, d: Key({"dtype": dtype, "D": bucket(d)}),
+    rule=lambda dtype, d: {"BLOCK_D": min(next_pow2(max(d, 1)), 1024)},
+    interpreter=lambda dtype, d: {"BLOCK_D": min(next_pow2(max(d, 1)), 4096)},
+    tables=Path(__file__).with_name("configs"))
+"""Columns per program of ``_embedding_bag`` (a program reduces one bag over BLOCK_D columns); the
+interpreter takes rows up to 4096 wide in one program. Arguments: the weight's dtype name and the
+embedding dimension."""
 
 
 def embedding(weight: NBXTensor, indices: NBXTensor, padding_idx: int = -1, scale_grad_by_freq: bool = False,
@@ -107,6 +121,14 @@ def _embedding_bag(weight: NBXTensor, indices: NBXTensor, offsets: NBXTensor, sc
             raise NbxValueError(f"{op}: per_sample_weights is only supported for mode sum (0), got mode {mode}")
         if tuple(per_sample_weights.shape) != tuple(indices.shape):
             raise ShapeError(f"{op}: per_sample_weights must have the shape of indices {tuple(indices.shape)}")
+    return bags(op, weight, indices, offsets, mode, per_sample_weights, include_last_offset, padding_idx)
+
+
+def bags(op: str, weight: NBXTensor, indices: NBXTensor, offsets: NBXTensor, mode: int,
+         per_sample_weights: NBXTensor | None, include_last_offset: bool, padding_idx: int,
+         config: Mapping[str, int] | None = None) -> tuple[NBXTensor, NBXTensor, NBXTensor, NBXTensor]:
+    """``_embedding_bag``'s four outputs for checked arguments (``op`` names it in errors);
+    ``config`` replaces :data:`EMBEDDING_BAG`'s lookup."""
     V_, Dm = weight.shape
     N = indices.numel()
     n_off = offsets.numel()
@@ -126,7 +148,7 @@ def _embedding_bag(weight: NBXTensor, indices: NBXTensor, offsets: NBXTensor, sc
     if B == 0:
         return out, o2b, bag_size, maxi
     flag = flag_for(dev)
-    bd = min(next_pow2(max(Dm, 1)), 1024 if BACKEND != "cpu" else 4096)
+    bd = EMBEDDING_BAG.choose(config, weight.dtype.name, Dm)["BLOCK_D"]
     ind = indices if indices.is_contiguous() else contiguous_copy(indices)
     launch(_bag_kernel, (B, -(-Dm // bd) if Dm else 1), out, maxi, o2b if o2b_n else bag_size, bag_size, weight,
            ind if N else offsets, offsets, per_sample_weights if per_sample_weights is not None else weight, flag,

@@ -10,6 +10,8 @@ differ. The streams are NBX's own: they do not reproduce torch's generator.
   (a topk); with replacement each sample inverts the row's CDF.
 """
 
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import triton
@@ -19,11 +21,22 @@ from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError, NbxValueError
 from nbx_core.ops import creation
 from nbx_core.runtime.kernels.copy import contiguous_copy
-from nbx_core.runtime.launch import BACKEND, cdiv, launch, next_pow2
+from nbx_core.runtime.launch import cdiv, launch, next_pow2
+from nbx_core.runtime.tuning import Key, Tunable, bucket
 from nbx_core.tensor import NBXTensor, empty_tensor
 from nbx_core.tensor.args import int_arg
 
 _state = {"seed": 0, "calls": 0}
+
+MULTINOMIAL = Tunable(
+    "index", "multinomial", {"BLOCK_S": "pow2", "BLOCK_N": "pow2"},
+    key=lambda dtype, n, s: Key({"dtype": dtype, "N": bucket(n), "S": bucket(s)}),
+    rule=lambda dtype, n, s: {"BLOCK_S": min(next_pow2(s), 64), "BLOCK_N": min(next_pow2(n), 128)},
+    interpreter=lambda dtype, n, s: {"BLOCK_S": min(next_pow2(s), 64), "BLOCK_N": min(next_pow2(n), 4096)},
+    tables=Path(__file__).with_name("configs"))
+"""Tiles of multinomial with replacement: BLOCK_S samples per program, which walk the row's CDF
+BLOCK_N categories at a time (a [BLOCK_S, BLOCK_N] comparison per step; the interpreter takes rows
+up to 4096 in one step). Arguments: the weights' dtype name, the categories and the samples per row."""
 
 
 def manual_seed(seed: int) -> None:
@@ -135,8 +148,15 @@ def multinomial(self: NBXTensor, num_samples: int, replacement: bool = False, *,
         idx = topk(keys, num_samples, -1, True, True)[1]
         return idx if self.ndim == 2 else idx.reshape(out_shape)
     out = empty_tensor(out_shape, D.int64, self.device)
-    bs = min(next_pow2(num_samples), 64)
-    bn = min(next_pow2(n), 4096 if BACKEND == "cpu" else 128)
-    launch(_cdf_kernel, (rows, cdiv(num_samples, bs)), out, self, n, num_samples, p_row, p_col, _next_seed(),
-           BLOCK_S=bs, BLOCK_N=bn)
+    sample_rows(out, self, rows, n, num_samples, p_row, p_col, _next_seed())
     return out
+
+
+def sample_rows(out: NBXTensor, p: NBXTensor, rows: int, n: int, samples: int, p_row: int, p_col: int, seed: int,
+                config: Mapping[str, int] | None = None) -> None:
+    """``samples`` draws with replacement from each of ``rows`` rows of ``n`` weights (``p[r, c]`` at
+    ``r * p_row + c * p_col``) into ``out`` (``(rows, samples)`` contiguous int64), by ``seed``;
+    ``config`` replaces :data:`MULTINOMIAL`'s lookup."""
+    cfg = MULTINOMIAL.choose(config, p.dtype.name, n, samples)
+    launch(_cdf_kernel, (rows, cdiv(samples, cfg["BLOCK_S"])), out, p, n, samples, p_row, p_col, seed,
+           BLOCK_S=cfg["BLOCK_S"], BLOCK_N=cfg["BLOCK_N"])

@@ -1,8 +1,13 @@
-"""nbx-index's sweeps (``nbx tune --family index``, ``benchmarks/sweep.py``): sort and topk.
+"""nbx-index's sweeps (``nbx tune --family index``, ``benchmarks/sweep.py``): sort, topk,
+embedding_bag and multinomial.
 
-A shape is ``ROWSxN``, float32 rows of N elements. topk (k = 50, largest) tries the in-register
-select at 8, 16 and 32 warps; sort (ascending, whole rows) tries (chunk, chunk warps, merge block,
-merge warps) around the shipped one: a longer chunk costs more per key and saves merge passes.
+A sort or topk shape is ``ROWSxN``, float32 rows of N elements. topk (k = 50, largest) tries the
+in-register select at 8, 16 and 32 warps; sort (ascending, whole rows) tries (chunk, chunk warps,
+merge block, merge warps) around the shipped one: a longer chunk costs more per key and saves merge
+passes. embedding_bag (``BAGSxPER_BAGxDIMxVOCAB``, sum mode, random indices) tries 64 to 1024 columns
+a program. multinomial (``ROWSxNxSAMPLES``, with replacement) tries (samples, categories) tiles
+around the rule's; each row has one positive weight, at a random place, so that the draws are
+known (that category, as torch draws too) while the kernel still walks the whole row.
 """
 
 from __future__ import annotations
@@ -10,10 +15,13 @@ from __future__ import annotations
 import numpy as np
 
 from nbx_core import dtypes as D
+from nbx_core.backend import default_device
 from nbx_core.errors import NbxValueError
 from nbx_core.runtime.tuner import Case, Shape, Sweep, randn
-from nbx_core.tensor import NBXTensor, empty_tensor
+from nbx_core.tensor import NBXTensor, empty_tensor, tensor
 
+from .embedding import EMBEDDING_BAG, bags
+from .random import MULTINOMIAL, sample_rows
 from .sort import SORT, _sort_rows
 from .topk import TOPK, select_rows
 
@@ -55,5 +63,47 @@ def _sort_cases(shape: Shape, dtype: str) -> list[Case]:
                  ("sort", (x, -1)))]
 
 
+def _shape(shape: Shape, n: int, what: str, doc: str) -> None:
+    if len(shape) != n:
+        raise NbxValueError(f"a {what} shape is {doc}, got {'x'.join(map(str, shape))}")
+
+
+def _bag_cases(shape: Shape, dtype: str) -> list[Case]:
+    _shape(shape, 4, "embedding_bag", "BAGSxPER_BAGxDIMxVOCAB")
+    n_bags, per_bag, dim, vocab = shape
+    rng = np.random.default_rng(0)
+    weight = randn((vocab, dim), dtype, rng)
+    indices = tensor(rng.integers(0, vocab, n_bags * per_bag), dtype=D.int64, device=weight.device)
+    offsets = tensor(np.arange(0, n_bags * per_bag, per_bag), dtype=D.int64, device=weight.device)
+
+    def run(cfg: dict[str, int] | None) -> NBXTensor:
+        return bags("aten::_embedding_bag", weight, indices, offsets, 0, None, False, -1, config=cfg)[0]
+
+    return [Case(f"embedding_bag sum {'x'.join(map(str, shape))} {dtype}", (weight.dtype.name, dim), run,
+                 [{"BLOCK_D": b} for b in (64, 128, 256, 512, 1024)],
+                 ("embedding_bag", (weight, indices, offsets, False, 0)))]
+
+
+def _multinomial_cases(shape: Shape, dtype: str) -> list[Case]:
+    _shape(shape, 3, "multinomial", "ROWSxNxSAMPLES")
+    rows, n, samples = shape
+    rng = np.random.default_rng(0)
+    weights = np.zeros((rows, n), dtype=np.float32)
+    weights[np.arange(rows), rng.integers(0, n, rows)] = rng.uniform(0.5, 2.0, rows)
+    p = tensor(weights, dtype=D.as_dtype(dtype), device=default_device())
+    out = empty_tensor((rows, samples), D.int64, p.device)
+
+    def run(cfg: dict[str, int] | None) -> NBXTensor:
+        sample_rows(out, p, rows, n, samples, p.stride(0), p.stride(1), seed=1, config=cfg)
+        return out
+
+    return [Case(f"multinomial {'x'.join(map(str, shape))} {dtype}", (p.dtype.name, n, samples), run,
+                 [{"BLOCK_S": s, "BLOCK_N": b} for s, b in [(64, 128), (32, 128), (64, 64), (32, 256), (16, 256),
+                                                             (16, 512)]],
+                 ("multinomial", (p, samples, True)))]
+
+
 SWEEPS = [Sweep(TOPK, [(4096, 32000)], _topk_cases, "ROWSxN (k = 50)", ("float32",)),
-          Sweep(SORT, [(4096, 32000)], _sort_cases, "ROWSxN", ("float32",))]
+          Sweep(SORT, [(4096, 32000)], _sort_cases, "ROWSxN", ("float32",)),
+          Sweep(EMBEDDING_BAG, [(4096, 32, 512, 100000)], _bag_cases, "BAGSxPER_BAGxDIMxVOCAB", ("float32",)),
+          Sweep(MULTINOMIAL, [(1024, 32000, 64)], _multinomial_cases, "ROWSxNxSAMPLES", ("float32",))]

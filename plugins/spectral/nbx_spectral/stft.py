@@ -12,7 +12,9 @@ window, so it is computed on the host (float64) and checked there: torch's NOLA 
 envelope below 1e-11 anywhere in the output, is an error before any kernel runs.
 """
 
+from collections.abc import Callable, Mapping
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import triton
@@ -22,7 +24,8 @@ from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
 from nbx_core.ops import views
 from nbx_core.ops.copy import contiguous, copy_
-from nbx_core.runtime.launch import BACKEND, cdiv, launch
+from nbx_core.runtime.launch import cdiv, launch
+from nbx_core.runtime.tuning import Config, Key, Tunable, bucket
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 from nbx_core.tensor.args import COMPLEX, check_dtype, tensor_arg
 
@@ -71,8 +74,20 @@ def _ola_kernel(f_ptr, w_ptr, env_ptr, y_ptr, T, n_fft, hop, start, expected, ou
     tl.store(y_ptr + row * out_len * P + e, tl.where(live, acc / env, 0.0), mask=e < out_len * P)
 
 
-def _block(n: int) -> int:
-    return min(triton.next_power_of_2(max(n, 16)), 1 << 16 if BACKEND == "cpu" else 1024)
+def _block(cap: int) -> Callable[..., Config]:
+    """A rule: a program per BLOCK floats of a row, the row's length (at least 16) up to ``cap``."""
+    return lambda n, *_: {"BLOCK": min(triton.next_power_of_2(max(n, 16)), cap)}
+
+
+PAD = Tunable("spectral", "pad", {"BLOCK": "pow2"}, key=lambda n: Key({"N": bucket(n)}), rule=_block(1024),
+              interpreter=_block(1 << 16), tables=Path(__file__).with_name("configs"))
+"""Floats per program of ``_pad_kernel`` (stft's centering pad); the interpreter takes rows up to
+65536 floats in one program. Argument: the floats of a padded row."""
+OVERLAP_ADD = Tunable("spectral", "overlap_add", {"BLOCK": "pow2"},
+                      key=lambda n, overlap: Key({"N": bucket(n), "overlap": bucket(overlap)}), rule=_block(1024),
+                      interpreter=_block(1 << 16), tables=Path(__file__).with_name("configs"))
+"""Floats per program of ``_ola_kernel`` (istft's overlap-add), each summing ``overlap`` frames.
+Arguments: the floats of an output row and the frames that overlap at a sample."""
 
 
 def _checked_window(op: str, window: NBXTensor, win_length: int) -> NBXTensor:
@@ -130,7 +145,9 @@ def _lengths(op: str, n_fft: int, hop_length: int | None, win_length: int | None
     return hop, win
 
 
-def _pad(x: NBXTensor, left: int, right: int, mode: str) -> NBXTensor:
+def _pad(x: NBXTensor, left: int, right: int, mode: str, config: Mapping[str, int] | None = None) -> NBXTensor:
+    """``x`` (batch, length) padded by ``left`` and ``right`` samples as ``mode`` says; ``config``
+    replaces :data:`PAD`'s lookup."""
     b, length = x.shape
     lp = length + left + right
     if mode not in _PAD_MODES:
@@ -140,7 +157,7 @@ def _pad(x: NBXTensor, left: int, right: int, mode: str) -> NBXTensor:
                             f"{length} samples: use a shorter n_fft, a longer signal or pad_mode='constant'")
     p = 2 if x.dtype.is_complex else 1
     y = empty_tensor((b, lp), x.dtype, x.device)
-    block = _block(lp * p)
+    block = PAD.choose(config, lp * p)["BLOCK"]
     launch(_pad_kernel, (b, cdiv(lp * p, block)), fft._floats(x), fft._floats(y),
            length, lp, left, x.stride(0) * p, x.stride(1) * p,
            MODE=_PAD_MODES[mode], P=p, BLOCK=block)
@@ -251,7 +268,6 @@ def istft(self: NBXTensor, n_fft: int, hop_length: int | None = None, win_length
     if env.size and np.abs(env).min() < 1e-11:
         raise NbxValueError(f"istft: window overlap add min: {np.abs(env).min():.3g} (the window fails the "
                             "NOLA condition): use a window and hop_length whose squared overlap never vanishes")
-    p = 2 if return_complex else 1
     frame_rows = empty_tensor((b, frames, n_fft), D.complex64 if return_complex else D.float32,
                               spec.device)
     sx = (spec.stride(0) * 2, spec.stride(2) * 2, spec.stride(1) * 2)
@@ -265,10 +281,22 @@ def istft(self: NBXTensor, n_fft: int, hop_length: int | None = None, win_length
     y = empty_tensor((b, out_len), frame_rows.dtype, spec.device)
     env_full = np.ones(expected, dtype=np.float32)
     env_full[start:start + env.size] = env
-    block = _block(out_len * p)
-    launch(_ola_kernel, (b, cdiv(out_len * p, block)), fft._floats(frame_rows), w, _upload(env_full, spec.device),
-           fft._floats(y), frames, n_fft, hop, start, expected, out_len, cdiv(n_fft, hop), P=p, BLOCK=block)
+    overlap_add(frame_rows, w, _upload(env_full, spec.device), y, hop, start)
     return y if batched else views.squeeze(y, 0)
+
+
+def overlap_add(frame_rows: NBXTensor, w: NBXTensor, env: NBXTensor, y: NBXTensor, hop: int, start: int,
+                config: Mapping[str, int] | None = None) -> None:
+    """``y[b, i]``: the frames ``frame_rows`` (batch, frames, n_fft; contiguous) windowed by ``w``,
+    overlap-added ``hop`` apart and divided by ``env`` (the whole signal's envelope), from sample
+    ``start`` on; ``config`` replaces :data:`OVERLAP_ADD`'s lookup."""
+    b, frames, n_fft = frame_rows.shape
+    p = 2 if frame_rows.dtype.is_complex else 1
+    out_len = y.shape[1]
+    overlap = cdiv(n_fft, hop)
+    block = OVERLAP_ADD.choose(config, out_len * p, overlap)["BLOCK"]
+    launch(_ola_kernel, (b, cdiv(out_len * p, block)), fft._floats(frame_rows), w, env, fft._floats(y), frames,
+           n_fft, hop, start, n_fft + hop * (frames - 1), out_len, overlap, P=p, BLOCK=block)
 
 
 def _irfft_frames(spec: NBXTensor, out: NBXTensor, n_fft: int, frames: int, sx: tuple[int, int, int],

@@ -1,11 +1,14 @@
 """nbx-spectral's sweeps (``nbx tune --family spectral``, ``benchmarks/sweep.py``): the row kernel,
-the column pass and the matmul DFT kernel.
+the column pass, the matmul DFT kernel, stft's pad and istft's overlap-add.
 
 row_fft: a shape ``ROWSxN`` (N a power of two the row kernel takes whole) is an FFT of complex rows
 and an rfft of real rows, at 4 warps and 2 or 4 programs per SM. column_pass: a shape ``ROWSxN`` (N
 above the row kernel's reach) is an rfft whose column pass is tried at 64, 128 and 256 columns a
 program. dft: a shape ``CLIPSxSAMPLESxN_FFTxHOP`` is the DFT stage of an stft (Hann window, no
-centering) at the tiles the benchmark compared.
+centering) at the tiles the benchmark compared. pad: a shape ``BATCHxLENGTHxPAD`` is a reflect pad of
+PAD samples on both sides; overlap_add: a shape ``BATCHxFRAMESxN_FFTxHOP`` overlap-adds random
+frames with a window and an envelope of ones (the kernel reads them all the same), which is torch's
+``fold``; both try 128 to 4096 floats a program.
 """
 
 from __future__ import annotations
@@ -21,11 +24,13 @@ from nbx_core.tensor import NBXTensor, empty_tensor, tensor
 from . import plan
 from .fft import DFT, dft
 from .row_fft import COLUMN_PASS, ROW_FFT, column_pass, row_fft
+from .stft import OVERLAP_ADD, PAD, _pad, overlap_add
 
 DFT_TILES = [{"BM": bm, "BN": bn, "BK": bk, "num_warps": w, "num_stages": s}
              for bm, bn, bk, w, s in [(128, 64, 32, 8, 3), (128, 32, 32, 4, 3), (128, 32, 32, 4, 4), (64, 32, 32, 4, 3),
                                       (256, 32, 32, 8, 3), (128, 32, 64, 4, 3), (128, 16, 32, 4, 3), (64, 64, 32, 4, 3),
                                       (64, 32, 32, 2, 3)]]
+BLOCKS = [{"BLOCK": b} for b in (128, 256, 512, 1024, 2048, 4096)]
 
 
 def _two(shape: Shape, what: str) -> tuple[int, int]:
@@ -95,6 +100,39 @@ def _stft_cases(shape: Shape, dtype: str) -> list[Case]:
                  ("stft", (sig, n_fft, hop, None, window, False, "reflect", False, True, True)))]
 
 
+def _pad_cases(shape: Shape, dtype: str) -> list[Case]:
+    if len(shape) != 3:
+        raise NbxValueError(f"a pad shape is BATCHxLENGTHxPAD, got {'x'.join(map(str, shape))}")
+    batch, length, pad = shape
+    x = randn((batch, length), dtype, np.random.default_rng(0))
+
+    def run(cfg: dict[str, int] | None) -> NBXTensor:
+        return _pad(x, pad, pad, "reflect", config=cfg)
+
+    return [Case(f"reflect pad {'x'.join(map(str, shape))} {dtype}", (length + 2 * pad,), run, BLOCKS,
+                 ("nn.functional.pad", (x, (pad, pad), "reflect")))]
+
+
+def _overlap_add_cases(shape: Shape, dtype: str) -> list[Case]:
+    if len(shape) != 4:
+        raise NbxValueError(f"an overlap_add shape is BATCHxFRAMESxN_FFTxHOP, got {'x'.join(map(str, shape))}")
+    batch, frames, n_fft, hop = shape
+    expected = n_fft + hop * (frames - 1)
+    frame_rows = randn((batch, frames, n_fft), dtype, np.random.default_rng(0))
+    ones = [tensor(np.ones(n, dtype=np.float32), device=frame_rows.device) for n in (n_fft, expected)]
+    y = empty_tensor((batch, expected), frame_rows.dtype, frame_rows.device)
+
+    def run(cfg: dict[str, int] | None) -> NBXTensor:
+        overlap_add(frame_rows, *ones, y, hop, 0, config=cfg)
+        return views.view(y, batch, 1, 1, expected)
+
+    return [Case(f"overlap_add {'x'.join(map(str, shape))} {dtype}", (expected, -(-n_fft // hop)), run, BLOCKS,
+                 ("nn.functional.fold", (views.transpose(frame_rows, 1, 2), (1, expected), (1, n_fft), 1, 0,
+                                         (1, hop))))]
+
+
 SWEEPS = [Sweep(ROW_FFT, [(4096, 4096), (16384, 4096)], _row_cases, "ROWSxN", ("float32",)),
           Sweep(COLUMN_PASS, [(1024, 65536)], _column_cases, "ROWSxN", ("float32",)),
-          Sweep(DFT, [(32, 30 * 16000, 400, 160)], _stft_cases, "CLIPSxSAMPLESxN_FFTxHOP", ("float32",))]
+          Sweep(DFT, [(32, 30 * 16000, 400, 160)], _stft_cases, "CLIPSxSAMPLESxN_FFTxHOP", ("float32",)),
+          Sweep(PAD, [(32, 30 * 16000, 200)], _pad_cases, "BATCHxLENGTHxPAD", ("float32",)),
+          Sweep(OVERLAP_ADD, [(32, 3000, 400, 160)], _overlap_add_cases, "BATCHxFRAMESxN_FFTxHOP", ("float32",))]
