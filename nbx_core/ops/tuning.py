@@ -16,9 +16,8 @@ import triton
 import triton.language as tl
 
 from .. import dtypes as D
-from ..errors import NbxValueError
 from ..runtime.pointwise import POINTWISE, pointwise
-from ..runtime.tuner import Case, Shape, Sweep, randn
+from ..runtime.tuner import Case, Shape, Sweep, randn, sweep_shape
 
 
 @triton.jit
@@ -61,8 +60,7 @@ CANDIDATES = [{"THREAD_BYTES": b, "num_warps": w}
 
 
 def _cases(shape: Shape, dtype: str) -> list[Case]:
-    if len(shape) != 1:
-        raise NbxValueError(f"a pointwise shape is N (elements), got {'x'.join(map(str, shape))}")
+    sweep_shape(shape, "pointwise", "N (elements)", (1,))
     rng = np.random.default_rng(0)
     a, b = randn(shape, dtype, rng), randn(shape, dtype, rng)
     c = pointwise("tune", _positive, randn(shape, "float32", rng), out_dtype=D.bool_)

@@ -77,6 +77,14 @@ def randn(shape: Shape, dtype: str, rng: np.random.Generator) -> NBXTensor:
     return tensor(rng.standard_normal(shape, dtype=np.float32), dtype=dtypes.as_dtype(dtype), device=default_device())
 
 
+def sweep_shape(shape: Shape, what: str, doc: str, ranks: tuple[int, ...]) -> Shape:
+    """``shape`` when it has one of ``ranks`` sizes, for a sweep's cases; otherwise an NbxValueError
+    saying what ``what`` shapes are (``doc``, e.g. ``"ROWSxN"``)."""
+    if len(shape) not in ranks:
+        raise NbxValueError(f"{what} shapes are {doc}, got {'x'.join(map(str, shape))}")
+    return shape
+
+
 def wall_clock(fn: Callable[[], Any], reps: int) -> float:
     """Median seconds of ``fn`` over ``reps`` runs, each synchronized (host clock, no torch)."""
     from ..memory.cuda import synchronize

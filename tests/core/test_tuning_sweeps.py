@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from nbx_core.cli.tune import sweeps_of
+from nbx_core.errors import NbxValueError
 from nbx_core.runtime import tuning
 from nbx_core.testing import numeric
 
@@ -170,3 +171,10 @@ def test_benchmark_sweep_writes_the_tables(tmp_path, monkeypatch, tuning_cache):
     new = {k: v for k, v in shapes.items() if k not in json.loads(shipped.read_text())["kernels"]["row_norm"]["shapes"]}
     assert list(new) == ["bfloat16:N8192"] and new["bfloat16:N8192"]["config"]["num_warps"] == 2
     assert new["bfloat16:N8192"]["source"] == "benchmarks/results/sweeps/h200-norm-reduction.json"
+
+
+@pytest.mark.parametrize(("family", "kernel"), sorted(SMALL))
+def test_a_shape_of_the_wrong_rank_is_refused_with_what_shapes_are(family, kernel):
+    sweep = next(s for s in sweeps_of(family) if s.tunable.name == kernel)
+    with pytest.raises(NbxValueError, match=r"shapes are .+, got 1x1x1x1x1x1x1x1x1$"):
+        sweep.cases((1,) * 9, "float32")

@@ -14,8 +14,7 @@ import math
 
 import numpy as np
 
-from nbx_core.errors import NbxValueError
-from nbx_core.runtime.tuner import Case, Shape, Sweep, randn
+from nbx_core.runtime.tuner import Case, Shape, Sweep, randn, sweep_shape
 from nbx_core.tensor import NBXTensor, empty_tensor
 
 from .flash_attention import FLASH, flash_forward
@@ -37,8 +36,7 @@ def candidates(dtype: str, L: int, S: int, D: int, causal: bool) -> list[dict[st
 
 
 def _cases(shape: Shape, dtype: str) -> list[Case]:
-    if len(shape) != 5:
-        raise NbxValueError(f"an attention shape is BxHxLxSxD, got {'x'.join(map(str, shape))}")
+    sweep_shape(shape, "attention", "BxHxLxSxD", (5,))
     B, H, L, S, D = shape
     rng = np.random.default_rng(0)
     q, k, v = randn((B, H, L, D), dtype, rng), randn((B, H, S, D), dtype, rng), randn((B, H, S, D), dtype, rng)

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from nbx_core.errors import NbxValueError
 from nbx_core.ops.views import permute, squeeze, unsqueeze
-from nbx_core.runtime.tuner import Case, Shape, Sweep, randn
+from nbx_core.runtime.tuner import Case, Shape, Sweep, randn, sweep_shape
 from nbx_core.tensor import NBXTensor, empty_tensor
 
 from .convolution import _PARAMS, CONV, _conv
@@ -48,8 +47,7 @@ def _channels_last(shape: tuple[int, int, int, int], dtype: str, rng: np.random.
 
 
 def _conv_cases(shape: Shape, dtype: str) -> list[Case]:
-    if len(shape) != 7:
-        raise NbxValueError(f"a convolution shape is NxCxHxKxRxSTRIDExPAD, got {'x'.join(map(str, shape))}")
+    sweep_shape(shape, "convolution", "NxCxHxKxRxSTRIDExPAD", (7,))
     n, c, hw, k, r, st, pad = shape
     rng = np.random.default_rng(0)
     x, w = _channels_last((n, c, hw, hw), dtype, rng), _channels_last((k, c, r, r), dtype, rng)
@@ -62,8 +60,7 @@ def _conv_cases(shape: Shape, dtype: str) -> list[Case]:
 
 
 def _pool_cases(shape: Shape, dtype: str) -> list[Case]:
-    if len(shape) != 4:
-        raise NbxValueError(f"a pool shape is NxCxHxW, got {'x'.join(map(str, shape))}")
+    sweep_shape(shape, "pool", "NxCxHxW", (4,))
     n, c, h, w = shape
     x = _channels_last((n, c, h, w), dtype, np.random.default_rng(0))
     out = empty_tensor((n, c, 1, 1, 1), x.dtype, x.device)

@@ -16,8 +16,7 @@ import numpy as np
 
 from nbx_core import dtypes as D
 from nbx_core.backend import default_device
-from nbx_core.errors import NbxValueError
-from nbx_core.runtime.tuner import Case, Shape, Sweep, randn
+from nbx_core.runtime.tuner import Case, Shape, Sweep, randn, sweep_shape
 from nbx_core.tensor import NBXTensor, empty_tensor, tensor
 
 from .embedding import EMBEDDING_BAG, bags
@@ -33,14 +32,13 @@ SORT_CANDIDATES = [{"CHUNK": c, "CHUNK_WARPS": cw, "MERGE_BLOCK": mb, "MERGE_WAR
 
 
 def _rows(shape: Shape, dtype: str, k: int) -> tuple[NBXTensor, NBXTensor, NBXTensor]:
-    if len(shape) != 2:
-        raise NbxValueError(f"a sort or topk shape is ROWSxN, got {'x'.join(map(str, shape))}")
     x = randn(shape, dtype, np.random.default_rng(0))
     return x, empty_tensor((shape[0], k), x.dtype, x.device), empty_tensor((shape[0], k), D.int64, x.device)
 
 
 def _topk_cases(shape: Shape, dtype: str) -> list[Case]:
-    (rows, n), k = shape, min(TOPK_K, shape[1])
+    rows, n = sweep_shape(shape, "sort or topk", "ROWSxN", (2,))
+    k = min(TOPK_K, n)
     x, vals, idx = _rows(shape, dtype, k)
 
     def run(cfg: dict[str, int] | None) -> NBXTensor:
@@ -52,7 +50,7 @@ def _topk_cases(shape: Shape, dtype: str) -> list[Case]:
 
 
 def _sort_cases(shape: Shape, dtype: str) -> list[Case]:
-    rows, n = shape
+    rows, n = sweep_shape(shape, "sort or topk", "ROWSxN", (2,))
     x, vals, idx = _rows(shape, dtype, n)
 
     def run(cfg: dict[str, int] | None) -> NBXTensor:
@@ -63,13 +61,8 @@ def _sort_cases(shape: Shape, dtype: str) -> list[Case]:
                  ("sort", (x, -1)))]
 
 
-def _shape(shape: Shape, n: int, what: str, doc: str) -> None:
-    if len(shape) != n:
-        raise NbxValueError(f"a {what} shape is {doc}, got {'x'.join(map(str, shape))}")
-
-
 def _bag_cases(shape: Shape, dtype: str) -> list[Case]:
-    _shape(shape, 4, "embedding_bag", "BAGSxPER_BAGxDIMxVOCAB")
+    sweep_shape(shape, "embedding_bag", "BAGSxPER_BAGxDIMxVOCAB", (4,))
     n_bags, per_bag, dim, vocab = shape
     rng = np.random.default_rng(0)
     weight = randn((vocab, dim), dtype, rng)
@@ -85,7 +78,7 @@ def _bag_cases(shape: Shape, dtype: str) -> list[Case]:
 
 
 def _multinomial_cases(shape: Shape, dtype: str) -> list[Case]:
-    _shape(shape, 3, "multinomial", "ROWSxNxSAMPLES")
+    sweep_shape(shape, "multinomial", "ROWSxNxSAMPLES", (3,))
     rows, n, samples = shape
     rng = np.random.default_rng(0)
     weights = np.zeros((rows, n), dtype=np.float32)

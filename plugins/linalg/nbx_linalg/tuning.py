@@ -18,10 +18,9 @@ from typing import Any
 
 import numpy as np
 from nbx_core import dtypes as D
-from nbx_core.errors import NbxValueError
 from nbx_core.ops.copy import copy_
 from nbx_core.ops.views import expand, transpose
-from nbx_core.runtime.tuner import Case, Shape, Sweep, randn
+from nbx_core.runtime.tuner import Case, Shape, Sweep, randn, sweep_shape
 from nbx_core.runtime.tuning import Config
 from nbx_core.tensor import NBXTensor, empty_tensor
 
@@ -82,8 +81,7 @@ def _run(a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None) -> Callable[[Co
 
 
 def _cases(shape: Shape, dtype: str) -> list[Case]:
-    if len(shape) not in (3, 4):
-        raise NbxValueError(f"a GEMM shape is MxNxK or BxMxNxK, got {'x'.join(map(str, shape))}")
+    sweep_shape(shape, "GEMM", "MxNxK or BxMxNxK", (3, 4))
     *lead, m, n, k = shape
     rng = np.random.default_rng(0)
     a = randn((*lead, m, k), dtype, rng)
@@ -111,8 +109,7 @@ CELL_CANDIDATES = [{"BLOCK_B": b, "BLOCK_H": h, "num_warps": w}
 
 
 def _cell_cases(shape: Shape, dtype: str) -> list[Case]:
-    if len(shape) != 2:
-        raise NbxValueError(f"an LSTM cell shape is BATCHxHIDDEN, got {'x'.join(map(str, shape))}")
+    sweep_shape(shape, "LSTM cell", "BATCHxHIDDEN", (2,))
     batch, hidden = shape
     rng = np.random.default_rng(0)
     x, h0, c0 = (randn((batch, hidden), dtype, rng) for _ in range(3))

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nbx_core.errors import NbxValueError
-from nbx_core.runtime.tuner import Case, Shape, Sweep, randn
+from nbx_core.runtime.tuner import Case, Shape, Sweep, randn, sweep_shape
 
 from .layer_norm import ROW_NORM, row_block, row_norm
 
@@ -24,8 +23,7 @@ def candidates(n: int) -> list[dict[str, int]]:
 
 
 def _cases(shape: Shape, dtype: str) -> list[Case]:
-    if len(shape) != 2:
-        raise NbxValueError(f"a row-norm shape is ROWSxN, got {'x'.join(map(str, shape))}")
+    sweep_shape(shape, "row-norm", "ROWSxN", (2,))
     m, n = shape
     rng = np.random.default_rng(0)
     x, w, b = randn((m, n), dtype, rng), randn((n,), dtype, rng), randn((n,), dtype, rng)

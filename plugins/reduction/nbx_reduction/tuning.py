@@ -18,8 +18,7 @@ import numpy as np
 
 from nbx_core import dtypes as D
 from nbx_core.backend import default_device
-from nbx_core.errors import NbxValueError
-from nbx_core.runtime.tuner import Case, Shape, Sweep, randn
+from nbx_core.runtime.tuner import Case, Shape, Sweep, randn, sweep_shape
 from nbx_core.runtime.tuning import Config
 from nbx_core.tensor import NBXTensor, empty_tensor, tensor
 
@@ -53,8 +52,7 @@ XENT_CANDIDATES = [{"BLOCK_M": 1, "BLOCK_C": c, "num_warps": w}
 
 
 def _matrix(shape: Shape, dtype: str, what: str) -> NBXTensor:
-    if len(shape) != 2:
-        raise NbxValueError(f"a {what} shape is two sizes, got {'x'.join(map(str, shape))}")
+    sweep_shape(shape, what, "two sizes", (2,))
     return randn(shape, dtype, np.random.default_rng(0))
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from nbx_core import dtypes as D
 from nbx_core.errors import NbxValueError
 from nbx_core.ops import views
-from nbx_core.runtime.tuner import Case, Shape, Sweep, randn
+from nbx_core.runtime.tuner import Case, Shape, Sweep, randn, sweep_shape
 from nbx_core.tensor import NBXTensor, empty_tensor, tensor
 
 from . import plan
@@ -34,8 +34,7 @@ BLOCKS = [{"BLOCK": b} for b in (128, 256, 512, 1024, 2048, 4096)]
 
 
 def _two(shape: Shape, what: str) -> tuple[int, int]:
-    if len(shape) != 2:
-        raise NbxValueError(f"a {what} shape is ROWSxN, got {'x'.join(map(str, shape))}")
+    sweep_shape(shape, what, "ROWSxN", (2,))
     return shape[0], shape[1]
 
 
@@ -81,8 +80,7 @@ def _column_cases(shape: Shape, dtype: str) -> list[Case]:
 
 
 def _stft_cases(shape: Shape, dtype: str) -> list[Case]:
-    if len(shape) != 4:
-        raise NbxValueError(f"a dft shape is CLIPSxSAMPLESxN_FFTxHOP, got {'x'.join(map(str, shape))}")
+    sweep_shape(shape, "dft", "CLIPSxSAMPLESxN_FFTxHOP", (4,))
     clips, samples, n_fft, hop = shape
     sig = randn((clips, samples), dtype, np.random.default_rng(0))
     window = tensor(np.hanning(n_fft + 1)[:-1], dtype=sig.dtype, device=sig.device)  # torch's periodic Hann
@@ -101,8 +99,7 @@ def _stft_cases(shape: Shape, dtype: str) -> list[Case]:
 
 
 def _pad_cases(shape: Shape, dtype: str) -> list[Case]:
-    if len(shape) != 3:
-        raise NbxValueError(f"a pad shape is BATCHxLENGTHxPAD, got {'x'.join(map(str, shape))}")
+    sweep_shape(shape, "pad", "BATCHxLENGTHxPAD", (3,))
     batch, length, pad = shape
     x = randn((batch, length), dtype, np.random.default_rng(0))
 
@@ -114,8 +111,7 @@ def _pad_cases(shape: Shape, dtype: str) -> list[Case]:
 
 
 def _overlap_add_cases(shape: Shape, dtype: str) -> list[Case]:
-    if len(shape) != 4:
-        raise NbxValueError(f"an overlap_add shape is BATCHxFRAMESxN_FFTxHOP, got {'x'.join(map(str, shape))}")
+    sweep_shape(shape, "overlap_add", "BATCHxFRAMESxN_FFTxHOP", (4,))
     batch, frames, n_fft, hop = shape
     expected = n_fft + hop * (frames - 1)
     frame_rows = randn((batch, frames, n_fft), dtype, np.random.default_rng(0))
