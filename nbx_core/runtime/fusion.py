@@ -372,27 +372,45 @@ def _source(group: Group) -> str:
 def _epilogue_source(group: Group) -> str:
     """An epilogue ``fused(acc, idx, mask, epi)`` for a kernel that computed ``acc`` (already in its
     output dtype) at the dense element indices ``idx``; ``epi`` holds :func:`_epilogue_args`."""
-    names = ["out_ptr", "o_shape", "o_strides"]
     body = []
     for k, ld in enumerate(group.loads):
-        names += [f"p{k}", f"sh{k}", f"st{k}"]
         body.append(f"    r{k} = tl.load(p{k} + {_offsets(ld, f'sh{k}', f'st{k}')}, mask=mask)")
-    math, scalars = _math(group, "idx.shape")
-    names += [name for name, _ in scalars] + [f"sc{j}" for j in range(len(group.members))]
-    unpack = [f"    {name} = epi[{i}]" for i, name in enumerate(names)]
+    math, _ = _math(group, "idx.shape")
+    unpack, at = [], 0
+    for name, value in _epilogue_values(group):
+        if type(value) is tuple:
+            items = [f"epi[{at + i}]" for i in range(len(value))]
+            unpack.append(f"    {name} = ({', '.join(items)}{',' if len(items) == 1 else ''})")
+            at += len(value)
+        else:
+            unpack.append(f"    {name} = epi[{at}]")
+            at += 1
     last = len(group.members) - 1
     store = [f"    tl.store(out_ptr + {_offsets(group.sink, 'o_shape', 'o_strides')}, v{last}, mask=mask)"]
     head = _header(group, "A fused epilogue") + ["def fused(acc, idx, mask, epi):"]
     return "\n".join(head + unpack + body + math + store) + "\n"
 
 
+def _epilogue_values(group: Group) -> list[tuple[str, Any]]:
+    """The epilogue's values by the names its source gives them. A tuple (a shape, strides, an op's
+    parameters) is spread over as many entries of ``epi``: Triton 3.6 loses the entries it
+    specialised (ints equal to 1) of a tuple nested in an argument that a loop keeps live, and the
+    kernels taking epilogues reduce in loops."""
+    values: list[tuple[str, Any]] = [("out_ptr", group.sink.arg), ("o_shape", tuple(group.sink.shape)),
+                                     ("o_strides", tuple(group.sink.strides))]
+    for k, ld in enumerate(group.loads):
+        values += [(f"p{k}", ld.arg), (f"sh{k}", tuple(ld.shape)), (f"st{k}", tuple(ld.strides))]
+    for j, m in enumerate(group.members):
+        values += [(f"{kind[0]}{j}_{a}", v) for a, (kind, v) in enumerate(m.operands) if kind in ("float", "int")]
+    values += [(f"sc{j}", tuple(m.sc)) for j, m in enumerate(group.members)]
+    return values
+
+
 def _epilogue_args(group: Group) -> tuple:
-    args: list[Any] = [group.sink.arg, tuple(group.sink.shape), tuple(group.sink.strides)]
-    for ld in group.loads:
-        args += [ld.arg, tuple(ld.shape), tuple(ld.strides)]
-    for m in group.members:
-        args += [v for kind, v in m.operands if kind in ("float", "int")]
-    args += [m.sc for m in group.members]
+    """``epi``: the values of :func:`_epilogue_values`, with every tuple spread out."""
+    args: list[Any] = []
+    for _, value in _epilogue_values(group):
+        args.extend(value if type(value) is tuple else (value,))
     return tuple(args)
 
 

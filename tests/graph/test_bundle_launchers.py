@@ -117,11 +117,13 @@ def test_a_failed_build_is_logged_and_the_others_are_built(tmp_path, monkeypatch
     assert any("host launcher not built ahead" in r.getMessage() and r.exc_info for r in caplog.records)
 
 
-def test_nothing_is_built_off_the_gpu(tmp_path, monkeypatch):
+@pytest.mark.parametrize("backend", ["cpu", "aot"])
+def test_nothing_is_built_off_the_gpu(backend, tmp_path, monkeypatch):
     built = []
     monkeypatch.setattr(launchers, "build", built.append)
     _, found = _bundle(tmp_path, _distinct(tmp_path, 2))
-    launchers.warm(list(found.kernels.values())).wait()  # the cpu or aot backend: nothing launches a cubin
+    monkeypatch.setattr(launchers._backend, "current", lambda: backend)  # nothing launches a cubin there
+    launchers.warm(list(found.kernels.values())).wait()
     assert built == []
 
 

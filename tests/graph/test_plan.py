@@ -164,3 +164,18 @@ def test_convolution_epilogues_match_torch(variant, tmp_path):
     for _ in range(2):  # the first run records the plan, the second replays it fused
         np.testing.assert_allclose(_outputs(prog(x))[0], want, rtol=1e-5, atol=1e-5)
     assert prog.describe(x)["fused"]["epilogues"] == 1
+
+
+def test_an_epilogue_takes_its_shapes_and_strides_spread_out(tmp_path):
+    # The batch norm's per-channel operands broadcast with strides (0, 1, 0). Triton 3.6 loses such an
+    # int-1 entry of a tuple nested in the epilogue's argument across the convolution's loops, so
+    # ``epi`` holds no tuple; the epilogue's source rebuilds them.
+    module = _ConvBlocks("residual").eval()
+    x = torch.randn(2, 8, 6, 7)
+    prog = load(export_module(module, (x,), tmp_path / "residual.nbx"), device=kernel_device_type())
+    prog(x)
+    plan = prog.plan_for(x)
+    fused = [op for op in plan.ops if getattr(op, "kwargs", {}).get("EPI") is not None]
+    assert len(fused) == 1
+    epi = fused[0].args[fused[0].kernel.nbx_epilogue.EPI_ARG]
+    assert len(epi) > 10 and not any(type(v) is tuple for v in epi), epi
