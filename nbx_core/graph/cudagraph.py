@@ -42,6 +42,13 @@ class PlanGraph:
         stream = _cuda.check(driver.cuStreamCreate(1), "cuStreamCreate")  # 1: non-blocking
         mode = driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
         ops = BoundOps(plan, self.static, skip_zero=frozenset())  # the graph zeroes its outputs itself
+        # The launch before the capture reads the inputs' values: indices that kernels check and follow
+        # must be these, not whatever the new buffers held. The inputs come from the current stream.
+        _cuda.check(driver.cuStreamSynchronize(_cuda.current_stream()), "cuStreamSynchronize")
+        for (index, lo, nbytes), (_, pos) in zip(self.copies_in, plan.inputs, strict=True):
+            if nbytes:
+                _cuda.check(driver.cuMemcpyDtoDAsync(self.static[index].ptr + lo, inputs[pos]._storage.ptr + lo,
+                                                     nbytes, stream), "cuMemcpyDtoDAsync")
         with _cuda.use_stream(int(stream)), descriptor_memory(plan.device, plan.descriptor_blocks):
             ops.launch(self.static)  # loads every kernel before the capture
             _cuda.check(driver.cuStreamSynchronize(stream), "cuStreamSynchronize")
