@@ -126,6 +126,17 @@ def _dense(load: Load) -> bool:
     return load.arg.offset == 0 and tuple(load.strides) == contiguous_strides(tuple(load.shape))
 
 
+def _flat(load: Load) -> bool:
+    """Whether ``load`` reads element ``idx`` at ``idx`` with no index arithmetic (see ``offsets``)."""
+    return _dense(load) and len(load.shape) == 1
+
+
+def _strided_ok(op: Launch, loads: list[Load]) -> bool:
+    """Whether ``op``'s kernel takes an epilogue reading ``loads``: a kernel whose epilogue protocol
+    sets ``strided_loads = False`` takes only loads at the result's own indices."""
+    return getattr(op.kernel.nbx_epilogue, "strided_loads", True) or all(map(_flat, loads))
+
+
 def fuse(trace: Trace, protected: set[int]) -> dict[str, int]:
     """Fuse ``trace``'s elementwise chains in place; ``protected`` storages (the run's outputs) are
     never made intermediates. Returns counts: launches removed, fused elementwise kernels made,
@@ -212,6 +223,8 @@ def _can_merge(group: Group, producer: Group, load: Load, ops: list[Any], remove
                pos: int) -> bool:
     if producer.producer is not None and group.producer is not None:
         return False
+    if group.producer is not None and not _strided_ok(ops[group.producer], producer.loads):
+        return False
     return (producer.n == group.n and _dense(producer.sink) and load.arg.dtype is producer.sink.arg.dtype
             and len(group.members) + len(producer.members) <= MAX_MEMBERS
             and len(group.loads) + len(producer.loads) <= MAX_LOADS + 1
@@ -225,6 +238,8 @@ def _can_take_epilogue(group: Group, op: Launch, load: Load, ops: list[Any], rem
         return False
     if load.arg.dtype is not op.args[out[0]].dtype or any(m.compute == _FLOAT64 for m in group.members):
         return False  # the epilogue's scalars arrive as float32: float64 math stays unfused
+    if not _strided_ok(op, [ld for ld in group.loads if ld.arg.storage != load.arg.storage]):
+        return False
     return not _touched_between(ops, removed, p, pos, set(_touched(op)))
 
 
@@ -327,7 +342,7 @@ def _math(group: Group, full: str) -> tuple[list[str], list[tuple[str, str]]]:
 
 
 def _offsets(load: Load, shape: str, strides: str) -> str:
-    return f"offsets(idx, {shape}, {strides}, {len(load.shape)}, {_dense(load) and len(load.shape) == 1})"
+    return f"offsets(idx, {shape}, {strides}, {len(load.shape)}, {_flat(load)})"
 
 
 def _header(group: Group, what: str) -> list[str]:

@@ -107,18 +107,20 @@ def test_the_arena_never_overlaps_buffers_alive_at_once(buffers):
     assert total <= 2 * peak
 
 
-def test_batch_norm_and_relu_run_in_the_convolutions_epilogue(tmp_path):
+def test_batch_norm_and_relu_after_a_convolution_run_as_one_fused_kernel(tmp_path):
     # Inference batch norm is elementwise with per-channel operands, so each conv -> BN -> ReLU chain
-    # of the CNN becomes one convolution launch (the two launches left beside them compute the
-    # channel scales).
+    # of the CNN becomes a convolution and one generated kernel (the two launches left beside them
+    # compute the channel scales). The convolution declines the chain as its epilogue: its
+    # per-channel operands need index arithmetic on every element of the tile.
     case = CASES["cnn"]()
     path = export_module(case.module, case.args, tmp_path / "cnn.nbx", case.dynamic_shapes)
     prog = load(path, device=kernel_device_type())
     for _ in range(2):
         prog(*case.args)
     plan = prog.describe(*case.args)
-    assert plan["fused"]["epilogues"] == 2, plan
+    assert plan["fused"]["epilogues"] == 0, plan
     assert plan["kernels"]["_conv_kernel"] == 2 and plan["kernels"]["_pointwise_kernel"] == 2, plan
+    assert plan["kernels"]["fused"] >= 2, plan
     np.testing.assert_allclose(_outputs(prog(*case.args))[0], case.module(*case.args).detach().numpy(),
                                rtol=1e-5, atol=1e-5)
 
@@ -139,9 +141,13 @@ class _ConvBlocks(torch.nn.Module):
         elif variant == "3d":
             self.conv = nn.Conv3d(8, 6, 3, padding=1, bias=False)
             self.bn = nn.BatchNorm3d(6)
-        else:  # residual: conv -> BN, plus the input, then ReLU (ResNet's block end)
+        elif variant == "residual":  # conv -> BN, plus the input, then ReLU (ResNet's block end)
             self.conv = nn.Conv2d(8, 8, 1, bias=False)
             self.bn = nn.BatchNorm2d(8)
+        else:  # residual_without_bn: an epilogue the convolution takes
+            self.conv = nn.Conv2d(8, 8, 3, padding=1, bias=True)
+            self.bn = nn.Identity()
+            return
         self.bn.running_mean.uniform_(-0.5, 0.5)
         self.bn.running_var.uniform_(0.5, 2.0)
         self.bn.weight.data.uniform_(0.5, 1.5)
@@ -149,10 +155,15 @@ class _ConvBlocks(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = self.bn(self.conv(x))
-        return torch.relu(y + x) if self.variant == "residual" else torch.nn.functional.silu(y)
+        return torch.relu(y + x) if self.variant.startswith("residual") else torch.nn.functional.silu(y)
 
 
-@pytest.mark.parametrize("variant", ["grouped_with_bias", "transposed", "3d", "residual"])
+# Epilogues each variant's convolution takes: none where batch norm's per-channel operands are in
+# the chain (see _ConvEpilogue), one for the residual read at the output's own indices.
+_EPILOGUES = {"grouped_with_bias": 0, "transposed": 0, "3d": 0, "residual": 0, "residual_without_bn": 1}
+
+
+@pytest.mark.parametrize("variant", list(_EPILOGUES))
 def test_convolution_epilogues_match_torch(variant, tmp_path):
     torch.manual_seed(5)
     module = _ConvBlocks(variant).eval()
@@ -163,19 +174,34 @@ def test_convolution_epilogues_match_torch(variant, tmp_path):
         want = module(x).numpy()
     for _ in range(2):  # the first run records the plan, the second replays it fused
         np.testing.assert_allclose(_outputs(prog(x))[0], want, rtol=1e-5, atol=1e-5)
-    assert prog.describe(x)["fused"]["epilogues"] == 1
+    fused = prog.describe(x)["fused"]
+    assert fused["epilogues"] == _EPILOGUES[variant], fused
+
+
+class _BiasAfterMatmul(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(6, 5))
+        self.b = torch.nn.Parameter(torch.randn(5))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(torch.matmul(x, self.w) + self.b)
 
 
 def test_an_epilogue_takes_its_shapes_and_strides_spread_out(tmp_path):
-    # The batch norm's per-channel operands broadcast with strides (0, 1, 0). Triton 3.6 loses such an
-    # int-1 entry of a tuple nested in the epilogue's argument across the convolution's loops, so
-    # ``epi`` holds no tuple; the epilogue's source rebuilds them.
-    module = _ConvBlocks("residual").eval()
-    x = torch.randn(2, 8, 6, 7)
-    prog = load(export_module(module, (x,), tmp_path / "residual.nbx"), device=kernel_device_type())
-    prog(x)
-    plan = prog.plan_for(x)
-    fused = [op for op in plan.ops if getattr(op, "kwargs", {}).get("EPI") is not None]
+    # The bias broadcasts over the product's rows with strides (0, 1). Triton 3.6 loses such an int-1
+    # entry of a tuple nested in the epilogue's argument across the kernel's loops, so ``epi`` holds
+    # no tuple; the epilogue's source rebuilds them.
+    torch.manual_seed(2)
+    module = _BiasAfterMatmul()
+    x = torch.randn(2, 3, 6)
+    prog = load(export_module(module, (x,), tmp_path / "bias.nbx"), device=kernel_device_type())
+    with torch.no_grad():
+        want = module(x).numpy()
+    for _ in range(2):
+        np.testing.assert_allclose(_outputs(prog(x))[0], want, rtol=1e-5, atol=1e-5)
+    fused = [op for op in prog.plan_for(x).ops if getattr(op, "kwargs", {}).get("EPI") is not None]
     assert len(fused) == 1
-    epi = fused[0].args[fused[0].kernel.nbx_epilogue.EPI_ARG]
-    assert len(epi) > 10 and not any(type(v) is tuple for v in epi), epi
+    epi = next(a for a in fused[0].args if type(a) is tuple and len(a) > 4)
+    assert not any(type(v) is tuple for v in epi), epi
+    assert any(epi[i:i + 2] == (0, 1) for i in range(len(epi) - 1)), epi  # the bias's strides, spread

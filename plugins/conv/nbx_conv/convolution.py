@@ -339,9 +339,15 @@ def _conv_kernel(
 class _ConvEpilogue:
     """How nbx_core.fusion hands ``_conv_kernel`` an elementwise epilogue (``EPI``): a launch that
     stores its result itself (no split reduction), without a float64 accumulator, into a dense
-    contiguous output (the element offsets it computes are then the dense indices), takes one."""
+    contiguous output (the element offsets it computes are then the dense indices), takes one.
+
+    Only epilogues whose operands sit at the output's own indices (a residual, not batch norm's
+    per-channel vectors): finding a broadcast operand's element costs integer divisions for every
+    element of the tile, which outweigh a 1x1 or 3x3 convolution's own math, so those chains run as
+    one generated elementwise kernel after the convolution instead."""
 
     OUT, OUT_SIZES, OUT_STRIDES, EPI_ARG = 3, slice(8, 11), slice(27, 32), 41
+    strided_loads = False
 
     def output(self, args: Sequence[Any], kwargs: dict[str, Any]) -> tuple[int, int] | None:
         """(position of the output argument, its element count), or None: no epilogue here."""
