@@ -30,9 +30,15 @@ def _convs(h) -> None:
         X, W = h.nbx(x), h.nbx(w)
         out = (hw + 2 * pad - r) // st + 1
         flops = 2 * BATCH * k * out * out * c * r * r
-        h.compare(f"conv2d {name}", nbx=lambda X=X, W=W, st=st, pad=pad: conv2d(X, W, None, [st, st], [pad, pad]),
-                  torch=lambda x=x, w=w, st=st, pad=pad: torch.nn.functional.conv2d(x, w, None, st, pad),
-                  shape=(BATCH, c, hw, hw, k, r, st), dtype="bfloat16", flops=flops, note="channels-last")
+        h.compare(
+            f"conv2d {name}",
+            nbx=lambda X=X, W=W, st=st, pad=pad: conv2d(X, W, None, [st, st], [pad, pad]),
+            torch=lambda x=x, w=w, st=st, pad=pad: torch.nn.functional.conv2d(x, w, None, st, pad),
+            shape=(BATCH, c, hw, hw, k, r, st),
+            dtype="bfloat16",
+            flops=flops,
+            note="channels-last",
+        )
 
 
 def _pools(h) -> None:
@@ -42,14 +48,26 @@ def _pools(h) -> None:
         x = conv(h.randn((BATCH, 64, 112, 112)))
         X = h.nbx(x)
         nbytes = x.numel() * 2 + x.numel() // 4 * 2
-        h.compare(f"max_pool2d 3x3 s2 ({layout})", nbx=lambda X=X: max_pool2d(X, [3, 3], [2, 2], [1, 1]),
-                  torch=lambda x=x: torch.nn.functional.max_pool2d(x, 3, 2, 1), shape=tuple(x.shape),
-                  dtype="bfloat16", bytes=nbytes, note=layout)
+        h.compare(
+            f"max_pool2d 3x3 s2 ({layout})",
+            nbx=lambda X=X: max_pool2d(X, [3, 3], [2, 2], [1, 1]),
+            torch=lambda x=x: torch.nn.functional.max_pool2d(x, 3, 2, 1),
+            shape=tuple(x.shape),
+            dtype="bfloat16",
+            bytes=nbytes,
+            note=layout,
+        )
         y = conv(h.randn((BATCH, 2048, 7, 7)))
         Y = h.nbx(y)
-        h.compare(f"adaptive_avg_pool2d 1x1 ({layout})", nbx=lambda Y=Y: adaptive_avg_pool2d(Y, [1, 1]),
-                  torch=lambda y=y: torch.nn.functional.adaptive_avg_pool2d(y, 1), shape=tuple(y.shape),
-                  dtype="bfloat16", bytes=y.numel() * 2 + BATCH * 2048 * 2, note=layout)
+        h.compare(
+            f"adaptive_avg_pool2d 1x1 ({layout})",
+            nbx=lambda Y=Y: adaptive_avg_pool2d(Y, [1, 1]),
+            torch=lambda y=y: torch.nn.functional.adaptive_avg_pool2d(y, 1),
+            shape=tuple(y.shape),
+            dtype="bfloat16",
+            bytes=y.numel() * 2 + BATCH * 2048 * 2,
+            note=layout,
+        )
 
 
 def run(h) -> None:

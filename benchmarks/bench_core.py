@@ -25,12 +25,24 @@ def run(h) -> None:
     n = 1 << 28
     xs = [h.randn((n,), "bfloat16") for _ in range(2)]
     X = [h.nbx(x) for x in xs]
-    h.compare("cast bf16->f32", nbx=[lambda x=x: _to_copy(x, dtype="float32") for x in X],
-              torch=[lambda x=x: x.float() for x in xs], shape=(n,), dtype="bfloat16", bytes=n * 6)
+    h.compare(
+        "cast bf16->f32",
+        nbx=[lambda x=x: _to_copy(x, dtype="float32") for x in X],
+        torch=[lambda x=x: x.float() for x in xs],
+        shape=(n,),
+        dtype="bfloat16",
+        bytes=n * 6,
+    )
     m = h.randn((16384, 16384), "bfloat16")
     M = h.nbx(m)
-    h.compare("contiguous(transpose)", nbx=lambda: contiguous(M.t()), torch=lambda: m.t().contiguous(),
-              shape=(16384, 16384), dtype="bfloat16", bytes=16384 * 16384 * 4)
+    h.compare(
+        "contiguous(transpose)",
+        nbx=lambda: contiguous(M.t()),
+        torch=lambda: m.t().contiguous(),
+        shape=(16384, 16384),
+        dtype="bfloat16",
+        bytes=16384 * 16384 * 4,
+    )
     host_overhead(h)
     graph_capture(h)
 
@@ -46,10 +58,16 @@ def graph_capture(h) -> None:
     mask = h.nbx(torch.zeros((2, 8), dtype=torch.bool, device="cuda"))
     captured = prog.capture(src=x, src_key_padding_mask=mask)
     # One call from an idle GPU: what capture saves is host time, which device time would hide.
-    plain_ms, captured_ms = h.time_pair([lambda: prog(src=x, src_key_padding_mask=mask)],
-                                        [lambda: captured(src=x, src_key_padding_mask=mask)])[2:]
-    row = {"op": "encoder_block end to end", "nodes": len(prog.graph.nodes), "plain_ms": round(plain_ms, 4),
-           "captured_ms": round(captured_ms, 4), "speedup": round(plain_ms / captured_ms, 2)}
+    plain_ms, captured_ms = h.time_pair(
+        [lambda: prog(src=x, src_key_padding_mask=mask)], [lambda: captured(src=x, src_key_padding_mask=mask)]
+    )[2:]
+    row = {
+        "op": "encoder_block end to end",
+        "nodes": len(prog.graph.nodes),
+        "plain_ms": round(plain_ms, 4),
+        "captured_ms": round(captured_ms, 4),
+        "speedup": round(plain_ms / captured_ms, 2),
+    }
     print(f"  {row}", flush=True)
     h.results.append(row)
 
@@ -101,5 +119,6 @@ def host_overhead(h) -> None:
     rows["torch_clone_us"] = _host_us(lambda: a.clone())
     for k, v in rows.items():
         print(f"  {k}: {v if isinstance(v, str) else round(v, 2)}", flush=True)
-    h.results.append({"op": "host_overhead", **{k: (round(v, 2) if isinstance(v, float) else v)
-                                                 for k, v in rows.items()}})
+    h.results.append(
+        {"op": "host_overhead", **{k: (round(v, 2) if isinstance(v, float) else v) for k, v in rows.items()}}
+    )

@@ -21,8 +21,14 @@ def _flat(h, ops: dict, dtype: str) -> None:
     binary = dict(shape=(N,), dtype=dtype, bytes=3 * N * size)
     h.compare("add", nbx=lambda: ops["add"](A, B), torch=lambda: torch.add(a, b), **binary)
     h.compare("mul", nbx=lambda: ops["mul"](A, B), torch=lambda: torch.mul(a, b), **binary)
-    h.compare("where", nbx=lambda: ops["where"](C, A, B), torch=lambda: torch.where(c, a, b),
-              shape=(N,), dtype=dtype, bytes=3 * N * size + N)
+    h.compare(
+        "where",
+        nbx=lambda: ops["where"](C, A, B),
+        torch=lambda: torch.where(c, a, b),
+        shape=(N,),
+        dtype=dtype,
+        bytes=3 * N * size + N,
+    )
     unary = dict(shape=(N,), dtype=dtype, bytes=2 * N * size)
     h.compare("gelu", nbx=lambda: ops["gelu"](A), torch=lambda: torch.nn.functional.gelu(a), **unary)
     h.compare("silu", nbx=lambda: ops["silu"](A), torch=lambda: torch.nn.functional.silu(a), **unary)
@@ -33,12 +39,24 @@ def _strided(h, add) -> None:
     """Broadcast row vector + matrix, and a transposed operand, in bfloat16."""
     m, row = h.randn((ROWS, COLS), "bfloat16"), h.randn((1, COLS), "bfloat16")
     M, R = h.nbx(m), h.nbx(row)
-    h.compare("add broadcast row+matrix", nbx=lambda: add(M, R), torch=lambda: torch.add(m, row),
-              shape=((ROWS, COLS), (1, COLS)), dtype="bfloat16", bytes=2 * (2 * ROWS * COLS + COLS))
+    h.compare(
+        "add broadcast row+matrix",
+        nbx=lambda: add(M, R),
+        torch=lambda: torch.add(m, row),
+        shape=((ROWS, COLS), (1, COLS)),
+        dtype="bfloat16",
+        bytes=2 * (2 * ROWS * COLS + COLS),
+    )
     mt = h.randn((COLS, ROWS), "bfloat16")
     MT = h.nbx(mt)
-    h.compare("add transposed", nbx=lambda: add(MT.t(), M), torch=lambda: torch.add(mt.t(), m),
-              shape=((ROWS, COLS), (ROWS, COLS)), dtype="bfloat16", bytes=2 * 3 * ROWS * COLS)
+    h.compare(
+        "add transposed",
+        nbx=lambda: add(MT.t(), M),
+        torch=lambda: torch.add(mt.t(), m),
+        shape=((ROWS, COLS), (ROWS, COLS)),
+        dtype="bfloat16",
+        bytes=2 * 3 * ROWS * COLS,
+    )
 
 
 def run(h) -> None:

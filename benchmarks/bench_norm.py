@@ -24,12 +24,22 @@ def _rows(h, m: int, n: int, layer_norm, rms_norm) -> None:
     w, b = h.randn((n,), "bfloat16"), h.randn((n,), "bfloat16")
     W, B = h.nbx(w), h.nbx(b)
     io = 2 * m * n * 2 + n * 2
-    h.compare("layer_norm", nbx=[lambda x=x: layer_norm(x, [n], W, B) for x in X],
-              torch=[lambda x=x: F.layer_norm(x, (n,), w, b) for x in xs], shape=(m, n), dtype="bfloat16",
-              bytes=io + n * 2)
-    h.compare("rms_norm", nbx=[lambda x=x: rms_norm(x, [n], W, 1e-6) for x in X],
-              torch=[lambda x=x: F.rms_norm(x, (n,), w, 1e-6) for x in xs], shape=(m, n), dtype="bfloat16",
-              bytes=io)
+    h.compare(
+        "layer_norm",
+        nbx=[lambda x=x: layer_norm(x, [n], W, B) for x in X],
+        torch=[lambda x=x: F.layer_norm(x, (n,), w, b) for x in xs],
+        shape=(m, n),
+        dtype="bfloat16",
+        bytes=io + n * 2,
+    )
+    h.compare(
+        "rms_norm",
+        nbx=[lambda x=x: rms_norm(x, [n], W, 1e-6) for x in X],
+        torch=[lambda x=x: F.rms_norm(x, (n,), w, 1e-6) for x in xs],
+        shape=(m, n),
+        dtype="bfloat16",
+        bytes=io,
+    )
 
 
 def run(h) -> None:
@@ -51,9 +61,15 @@ def run(h) -> None:
     w, b = h.randn((c,), "bfloat16"), h.randn((c,), "bfloat16")
     W, B = h.nbx(w), h.nbx(b)
     numel = 32 * 512 * 64 * 64
-    h.compare("group_norm", nbx=[lambda x=x: group_norm(x, groups, W, B) for x in X],
-              torch=[lambda x=x: F.group_norm(x, groups, w, b) for x in xs], shape=shape, dtype="bfloat16",
-              bytes=2 * numel * 2, note="32 groups")
+    h.compare(
+        "group_norm",
+        nbx=[lambda x=x: group_norm(x, groups, W, B) for x in X],
+        torch=[lambda x=x: F.group_norm(x, groups, w, b) for x in xs],
+        shape=shape,
+        dtype="bfloat16",
+        bytes=2 * numel * 2,
+        note="32 groups",
+    )
 
     # ResNet-50 stage-2 activation, inference (what torch.export emits for eval-mode BatchNorm2d).
     shape = (32, 256, 56, 56)
@@ -62,6 +78,12 @@ def run(h) -> None:
     params = [h.randn((c,), "float32") for _ in range(3)] + [torch.rand(c, device="cuda") + 0.5]
     P = [h.nbx(p) for p in params]
     numel = 32 * 256 * 56 * 56
-    h.compare("batch_norm (eval)", nbx=[lambda x=x: batch_norm(x, *P, 0.1, 1e-5) for x in X],
-              torch=[lambda x=x: torch.ops.aten._native_batch_norm_legit_no_training(x, *params, 0.1, 1e-5)
-                     for x in xs], shape=shape, dtype="bfloat16", bytes=2 * numel * 2, note="float32 params")
+    h.compare(
+        "batch_norm (eval)",
+        nbx=[lambda x=x: batch_norm(x, *P, 0.1, 1e-5) for x in X],
+        torch=[lambda x=x: torch.ops.aten._native_batch_norm_legit_no_training(x, *params, 0.1, 1e-5) for x in xs],
+        shape=shape,
+        dtype="bfloat16",
+        bytes=2 * numel * 2,
+        note="float32 params",
+    )

@@ -24,9 +24,14 @@ def _reductions(h, shape: tuple[int, int], dim: int) -> None:
         ("argmax", lambda x: basic.argmax(x, dim), lambda x: x.argmax(dim), kept * 8),
     ]
     for name, nbx_fn, torch_fn, written in cases:
-        h.compare(f"{name} dim={dim}", nbx=[lambda x=x, f=nbx_fn: f(x) for x in X],
-                  torch=[lambda x=x, f=torch_fn: f(x) for x in xs], shape=shape, dtype="bfloat16",
-                  bytes=read + written)
+        h.compare(
+            f"{name} dim={dim}",
+            nbx=[lambda x=x, f=nbx_fn: f(x) for x in X],
+            torch=[lambda x=x, f=torch_fn: f(x) for x in xs],
+            shape=shape,
+            dtype="bfloat16",
+            bytes=read + written,
+        )
 
 
 def _cross_entropy(h, tokens: int, vocab: int) -> None:
@@ -35,11 +40,14 @@ def _cross_entropy(h, tokens: int, vocab: int) -> None:
     logits = [h.randn((tokens, vocab), "bfloat16") for _ in range(2)]
     targets = [torch.randint(0, vocab, (tokens,), device="cuda") for _ in range(2)]
     L, T = [h.nbx(x) for x in logits], [h.nbx(t) for t in targets]
-    h.compare("cross_entropy_loss", nbx=[lambda x=x, t=t: losses.cross_entropy_loss(x, t) for x, t in zip(L, T,
-                                                                                                         strict=True)],
-              torch=[lambda x=x, t=t: torch.nn.functional.cross_entropy(x, t) for x, t in zip(logits, targets,
-                                                                                              strict=True)],
-              shape=(tokens, vocab), dtype="bfloat16", bytes=tokens * vocab * 2 + tokens * 8 + 2)
+    h.compare(
+        "cross_entropy_loss",
+        nbx=[lambda x=x, t=t: losses.cross_entropy_loss(x, t) for x, t in zip(L, T, strict=True)],
+        torch=[lambda x=x, t=t: torch.nn.functional.cross_entropy(x, t) for x, t in zip(logits, targets, strict=True)],
+        shape=(tokens, vocab),
+        dtype="bfloat16",
+        bytes=tokens * vocab * 2 + tokens * 8 + 2,
+    )
 
 
 def run(h) -> None:

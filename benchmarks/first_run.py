@@ -56,8 +56,7 @@ def child(path: str, inputs_file: str) -> dict[str, Any]:
     from nbx_core.memory import cuda
 
     events: list[bool] = []
-    triton.knobs.compilation.listener = lambda src, metadata, metadata_group, times, cache_hit: events.append(
-        cache_hit)
+    triton.knobs.compilation.listener = lambda src, metadata, metadata_group, times, cache_hit: events.append(cache_hit)
     start = time.perf_counter()
     program = nbx_core.load(path)
     loaded = time.perf_counter()
@@ -70,21 +69,27 @@ def child(path: str, inputs_file: str) -> dict[str, Any]:
         program(**inputs)
         cuda.synchronize()
         later.append(time.perf_counter() - t)
-    return {"first_s": round(first - start, 3), "load_s": round(loaded - start, 3),
-            "first_call_s": round(first - loaded, 3), "later_ms": round(statistics.median(later) * 1e3, 3),
-            "triton_compiles": events.count(False), "triton_cache_hits": events.count(True),
-            "bundled": type(program).__name__ == "BundledProgram"}
+    return {
+        "first_s": round(first - start, 3),
+        "load_s": round(loaded - start, 3),
+        "first_call_s": round(first - loaded, 3),
+        "later_ms": round(statistics.median(later) * 1e3, 3),
+        "triton_compiles": events.count(False),
+        "triton_cache_hits": events.count(True),
+        "bundled": type(program).__name__ == "BundledProgram",
+    }
 
 
 def _run_child(path: Path, inputs_file: Path, env: dict[str, str], triton_cache: Path) -> dict[str, Any]:
-    code = ("import json; from benchmarks.first_run import child; "
-            f"print('RESULT', json.dumps(child({str(path)!r}, {str(inputs_file)!r})))")
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=1800,
-                          cwd=ROOT)
+    code = (
+        "import json; from benchmarks.first_run import child; "
+        f"print('RESULT', json.dumps(child({str(path)!r}, {str(inputs_file)!r})))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=1800, cwd=ROOT)
     row: dict[str, Any] = {}
     for line in done.stdout.splitlines():
         if line.startswith("RESULT "):
-            row = json.loads(line[len("RESULT "):])
+            row = json.loads(line[len("RESULT ") :])
     if not row:
         tail = done.stderr.strip().splitlines()
         row = {"failed": tail[-1] if tail else f"exit {done.returncode}"}
@@ -132,14 +137,34 @@ def bench_model(key: str, folder: Path, target: str) -> dict[str, Any]:
 
     started = time.perf_counter()
     env = dict(os.environ, NBX_CACHE_DIR=tempfile.mkdtemp(dir=folder), TRITON_CACHE_DIR=tempfile.mkdtemp(dir=folder))
-    done = subprocess.run([sys.executable, "-m", "nbx_core.cli", "compile", str(graph), "--target", target,
-                           "--format", "json", "--no-progress"], env=env, capture_output=True, text=True,
-                          timeout=3600, cwd=ROOT)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "nbx_core.cli",
+            "compile",
+            str(graph),
+            "--target",
+            target,
+            "--format",
+            "json",
+            "--no-progress",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        cwd=ROOT,
+    )
     if done.returncode != 0:
         return {**row, "failed": f"nbx compile: {done.stderr.strip()[-2000:]}"}
     report = json.loads(done.stdout)
-    row["compile"] = {"seconds": round(time.perf_counter() - started, 1), "kernels": report["kernels"],
-                      "bytes": report["bytes"], "triton": report["triton"]}
+    row["compile"] = {
+        "seconds": round(time.perf_counter() - started, 1),
+        "kernels": report["kernels"],
+        "bytes": report["bytes"],
+        "triton": report["triton"],
+    }
 
     plain = _plain_copy(graph, folder)
     cold_cache = Path(tempfile.mkdtemp(dir=folder))
@@ -176,16 +201,20 @@ def _table(rows: list[dict[str, Any]]) -> str:
             lines.append(f"{r['model']:<8} failed: {r['failed']}")
             continue
         c = r["compile"]
-        lines.append(f"{r['model']:<8} nbx compile  {c['seconds']} s for {c['kernels']} kernels, "
-                     f"{c['bytes'] / 2**20:.1f} MiB (Triton {c['triton']})")
+        lines.append(
+            f"{r['model']:<8} nbx compile  {c['seconds']} s for {c['kernels']} kernels, "
+            f"{c['bytes'] / 2**20:.1f} MiB (Triton {c['triton']})"
+        )
         for way in WAYS:
             w = r[way]
             if "failed" in w:
                 lines.append(f"{'':<8} {way:<12} failed: {w['failed']}")
                 continue
-            lines.append(f"{'':<8} {way:<12} {w['first_s']:<8} {w['load_s']:<7} {w['first_call_s']:<13} "
-                         f"{w['later_ms']:<9} {w['triton_compiles']:<9} {w['cubins_written']:<7} "
-                         f"{w['host_modules_written']}")
+            lines.append(
+                f"{'':<8} {way:<12} {w['first_s']:<8} {w['load_s']:<7} {w['first_call_s']:<13} "
+                f"{w['later_ms']:<9} {w['triton_compiles']:<9} {w['cubins_written']:<7} "
+                f"{w['host_modules_written']}"
+            )
         lines.append(f"{'':<8} bundled first run / warm first run: {r.get('bundled_vs_warm')}")
     return "\n".join(lines)
 

@@ -127,9 +127,18 @@ class Harness:
         qa, qb = self._time_queued(a, b)
         return qa, qb, statistics.median(ta), statistics.median(tb)
 
-    def compare(self, name: str, *, nbx: Fn | Sequence[Fn], torch: Fn | Sequence[Fn], shape: Any = None,
-                dtype: str = "", bytes: float | None = None, flops: float | None = None,
-                note: str = "") -> dict[str, Any] | None:
+    def compare(
+        self,
+        name: str,
+        *,
+        nbx: Fn | Sequence[Fn],
+        torch: Fn | Sequence[Fn],
+        shape: Any = None,
+        dtype: str = "",
+        bytes: float | None = None,
+        flops: float | None = None,
+        note: str = "",
+    ) -> dict[str, Any] | None:
         """Time NBX against torch and record op, shapes, dtype, ms, ratio, GB/s or TFLOP/s, ceiling share.
 
         ``ratio`` is torch_ms / nbx_ms (device time): above 1 means NBX is faster; ``ratio_sync`` the
@@ -144,14 +153,22 @@ class Harness:
             print(f"  {name}: FAILED {type(e).__name__}: {e}", flush=True)
             return None
         res: dict[str, Any] = {
-            "op": name, "shape": shape, "dtype": dtype, "nbx_ms": round(nbx_ms, 5),
-            "torch_ms": round(torch_ms, 5), "ratio": round(torch_ms / nbx_ms, 3),
-            "nbx_sync_ms": round(nbx_sync, 5), "torch_sync_ms": round(torch_sync, 5),
-            "ratio_sync": round(torch_sync / nbx_sync, 3), "note": note,
+            "op": name,
+            "shape": shape,
+            "dtype": dtype,
+            "nbx_ms": round(nbx_ms, 5),
+            "torch_ms": round(torch_ms, 5),
+            "ratio": round(torch_ms / nbx_ms, 3),
+            "nbx_sync_ms": round(nbx_sync, 5),
+            "torch_sync_ms": round(torch_sync, 5),
+            "ratio_sync": round(torch_sync / nbx_sync, 3),
+            "note": note,
         }
         # Bytes per ms / 1e6 is GB/s, flops per ms / 1e9 TFLOP/s; each against its measured ceiling.
-        for amount, unit, per_ms, ceiling in ((bytes, "GBps", 1e6, "copy_GBps"),
-                                              (flops, "TFLOPs", 1e9, "bf16_mm_TFLOPs")):
+        for amount, unit, per_ms, ceiling in (
+            (bytes, "GBps", 1e6, "copy_GBps"),
+            (flops, "TFLOPs", 1e9, "bf16_mm_TFLOPs"),
+        ):
             if amount:
                 rate = amount / nbx_ms / per_ms
                 res[f"nbx_{unit}"] = round(rate, 1)
@@ -160,8 +177,11 @@ class Harness:
                     res["ceiling_fraction"] = round(rate / self.ceilings[ceiling], 3)
         self.results.append(res)
         extra = f" {res.get('nbx_GBps', res.get('nbx_TFLOPs', ''))}"
-        print(f"  {name} {shape} {dtype}: nbx {nbx_ms:.4f} ms torch {torch_ms:.4f} ms ratio {res['ratio']}{extra}"
-              f" | one call: nbx {nbx_sync:.4f} torch {torch_sync:.4f} ratio {res['ratio_sync']}", flush=True)
+        print(
+            f"  {name} {shape} {dtype}: nbx {nbx_ms:.4f} ms torch {torch_ms:.4f} ms ratio {res['ratio']}{extra}"
+            f" | one call: nbx {nbx_sync:.4f} torch {torch_sync:.4f} ratio {res['ratio_sync']}",
+            flush=True,
+        )
         return res
 
     def measure_ceilings(self) -> dict[str, float]:
@@ -184,8 +204,9 @@ class Harness:
         return self.ceilings
 
 
-def probe_main(doc: str, name: str, run: Callable[[Harness], None], argv: list[str] | None = None,
-               reps: int = 20) -> int:
+def probe_main(
+    doc: str, name: str, run: Callable[[Harness], None], argv: list[str] | None = None, reps: int = 20
+) -> int:
     """The command line of a probe script (``python -m benchmarks.probe_<name> --out DIR``): times
     ``run(h)``'s comparisons and writes them to ``DIR/probe-<name>.json``."""
     import argparse
@@ -202,7 +223,7 @@ def probe_main(doc: str, name: str, run: Callable[[Harness], None], argv: list[s
     triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
     h = Harness(reps=reps)
     run(h)
-    (args.out / f"probe-{name}.json").write_text(json.dumps({"gpu": torch.cuda.get_device_name(),
-                                                             "results": h.results, "errors": h.errors},
-                                                            indent=1) + "\n")
+    (args.out / f"probe-{name}.json").write_text(
+        json.dumps({"gpu": torch.cuda.get_device_name(), "results": h.results, "errors": h.errors}, indent=1) + "\n"
+    )
     return 0

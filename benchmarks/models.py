@@ -79,8 +79,10 @@ def _pool_high() -> int:
     driver = cuda._driver()
     dev = cuda.check(driver.cuDeviceGet(0), "cuDeviceGet")
     pool = cuda.check(driver.cuDeviceGetDefaultMemPool(dev), "cuDeviceGetDefaultMemPool")
-    value = cuda.check(driver.cuMemPoolGetAttribute(pool, driver.CUmemPool_attribute.CU_MEMPOOL_ATTR_USED_MEM_HIGH),
-                       "cuMemPoolGetAttribute")
+    value = cuda.check(
+        driver.cuMemPoolGetAttribute(pool, driver.CUmemPool_attribute.CU_MEMPOOL_ATTR_USED_MEM_HIGH),
+        "cuMemPoolGetAttribute",
+    )
     return int(value)
 
 
@@ -91,8 +93,12 @@ def _pool_reset() -> None:
     driver = cuda._driver()
     dev = cuda.check(driver.cuDeviceGet(0), "cuDeviceGet")
     pool = cuda.check(driver.cuDeviceGetDefaultMemPool(dev), "cuDeviceGetDefaultMemPool")
-    cuda.check(driver.cuMemPoolSetAttribute(pool, driver.CUmemPool_attribute.CU_MEMPOOL_ATTR_USED_MEM_HIGH,
-                                            driver.cuuint64_t(0)), "cuMemPoolSetAttribute")
+    cuda.check(
+        driver.cuMemPoolSetAttribute(
+            pool, driver.CUmemPool_attribute.CU_MEMPOOL_ATTR_USED_MEM_HIGH, driver.cuuint64_t(0)
+        ),
+        "cuMemPoolSetAttribute",
+    )
 
 
 def _export(name: str, kwargs: dict[str, int], folder: Path) -> tuple[Any, dict[str, Any], Path]:
@@ -134,10 +140,15 @@ def _first_run_fresh(path: Path, inputs: dict[str, Any], folder: Path) -> float 
     inputs_file = folder / "inputs.pt"
     torch.save({k: v.cpu() for k, v in inputs.items()}, inputs_file)
     env = dict(os.environ, TRITON_CACHE_DIR=tempfile.mkdtemp(dir=folder), NBX_CACHE_DIR=tempfile.mkdtemp(dir=folder))
-    code = (f"from benchmarks.models import first_run; print('FIRST', first_run({str(path)!r}, "
-            f"{str(inputs_file)!r}))")
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=900,
-                          cwd=Path(__file__).resolve().parent.parent)
+    code = f"from benchmarks.models import first_run; print('FIRST', first_run({str(path)!r}, {str(inputs_file)!r}))"
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
     for line in done.stdout.splitlines():
         if line.startswith("FIRST "):
             return round(float(line.split()[1]), 3)
@@ -192,7 +203,8 @@ def bench_case(key: str, reps: int, folder: Path, ways: tuple[str, ...] = WAYS, 
         "torch": lambda: lambda: module(**inputs),
         "compile": lambda: _bound(torch.compile(module), inputs),
         "compile_ro": lambda: _bound(torch.compile(module, mode="reduce-overhead"), inputs),
-        "nbx": lambda: lambda: plain(**inputs), "nbx_graph": lambda: lambda: graph(**inputs),
+        "nbx": lambda: lambda: plain(**inputs),
+        "nbx_graph": lambda: lambda: graph(**inputs),
     }
     calls = {way: makers[way]() for way in ways}
     times: dict[str, list[float]] = {w: [] for w in calls}
@@ -212,8 +224,13 @@ def bench_case(key: str, reps: int, folder: Path, ways: tuple[str, ...] = WAYS, 
                 times[way].append(time.perf_counter() - start)
     for way in calls:
         row[f"{way}_ms"] = _median_ms(times[way])
-    for way, base in (("nbx", "torch"), ("nbx_graph", "torch"), ("nbx_graph", "compile"), ("nbx_graph", "compile_ro"),
-                      ("nbx", "compile")):
+    for way, base in (
+        ("nbx", "torch"),
+        ("nbx_graph", "torch"),
+        ("nbx_graph", "compile"),
+        ("nbx_graph", "compile_ro"),
+        ("nbx", "compile"),
+    ):
         if f"{way}_ms" in row and f"{base}_ms" in row:
             row[f"{way}_vs_{base}"] = round(row[f"{base}_ms"] / row[f"{way}_ms"], 3)
     row["ok"] = max(row["error"], row["error_graph"]) <= TOLERANCE
@@ -233,14 +250,22 @@ def chart(rows: list[dict[str, Any]], out: Path) -> None:
 
     rows = [r for r in rows if "torch_ms" in r]
     labels = [r["model"] for r in rows]
-    shown = [("nbx", "NBX"), ("nbx_graph", "NBX CUDA graph"), ("compile", "torch.compile"),
-             ("compile_ro", "torch.compile reduce-overhead")]
+    shown = [
+        ("nbx", "NBX"),
+        ("nbx_graph", "NBX CUDA graph"),
+        ("compile", "torch.compile"),
+        ("compile_ro", "torch.compile reduce-overhead"),
+    ]
     shown = [(way, title) for way, title in shown if all(f"{way}_ms" in r for r in rows)]
     fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(rows)), 4))
     width = 0.8 / len(shown)
     for i, (way, title) in enumerate(shown):
-        ax.bar([x + i * width for x in range(len(rows))], [r["torch_ms"] / r[f"{way}_ms"] for r in rows], width,
-               label=title)
+        ax.bar(
+            [x + i * width for x in range(len(rows))],
+            [r["torch_ms"] / r[f"{way}_ms"] for r in rows],
+            width,
+            label=title,
+        )
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xticks([x + 0.4 - width / 2 for x in range(len(rows))], labels)
     ax.set_ylabel("speed relative to torch eager")
@@ -267,8 +292,13 @@ def _write(out: Path, rows: list[dict[str, Any]]) -> None:
     import torch
     import triton
 
-    doc = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-           "date": time.strftime("%Y-%m-%d"), "results": rows}
+    doc = {
+        "gpu": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "date": time.strftime("%Y-%m-%d"),
+        "results": rows,
+    }
     (out / "models.json").write_text(json.dumps(doc, indent=1) + "\n")
 
 
@@ -279,8 +309,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=30)
     parser.add_argument("--ways", default=",".join(WAYS), help=f"which of {', '.join(WAYS)} to time")
     parser.add_argument("--no-first-run", action="store_true", help="skip the cold-cache first run")
-    parser.add_argument("--merge", type=Path, metavar="JSON",
-                        help="an earlier models.json of this GPU whose other models join this run's table")
+    parser.add_argument(
+        "--merge",
+        type=Path,
+        metavar="JSON",
+        help="an earlier models.json of this GPU whose other models join this run's table",
+    )
     args = parser.parse_args(argv)
     ways = tuple(w for w in WAYS if w in args.ways.split(","))
     import torch

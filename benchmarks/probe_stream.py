@@ -36,16 +36,22 @@ def _probe(h, dtype: str) -> None:
     out = torch.empty_like(a)
     size = a.element_size()
     nbytes = dict(shape=(n,), dtype=dtype, bytes=3 * n * size)
-    for elems, warps in ([(2048, 4), (1024, 4), (4096, 8)] if size == 2 else [(1024, 4), (512, 4)]):
+    for elems, warps in [(2048, 4), (1024, 4), (4096, 8)] if size == 2 else [(1024, 4), (512, 4)]:
         for cs in (False, True):
-            h.compare(f"probe add plain block={elems} warps={warps} store_cs={cs}",
-                      nbx=lambda e=elems, w=warps, c=cs: _plain[(n // e,)](a, b, out, BLOCK=e, STORE_CS=c, num_warps=w),
-                      torch=lambda: torch.add(a, b), **nbytes)
+            h.compare(
+                f"probe add plain block={elems} warps={warps} store_cs={cs}",
+                nbx=lambda e=elems, w=warps, c=cs: _plain[(n // e,)](a, b, out, BLOCK=e, STORE_CS=c, num_warps=w),
+                torch=lambda: torch.add(a, b),
+                **nbytes,
+            )
         for per_sm in (4, 8, 16):
             grid = 132 * per_sm
-            h.compare(f"probe add persistent block={elems} warps={warps} programs={grid}",
-                      nbx=lambda e=elems, w=warps, g=grid: _persistent[(g,)](a, b, out, n // e, BLOCK=e, num_warps=w),
-                      torch=lambda: torch.add(a, b), **nbytes)
+            h.compare(
+                f"probe add persistent block={elems} warps={warps} programs={grid}",
+                nbx=lambda e=elems, w=warps, g=grid: _persistent[(g,)](a, b, out, n // e, BLOCK=e, num_warps=w),
+                torch=lambda: torch.add(a, b),
+                **nbytes,
+            )
     h.compare("probe torch add out=", nbx=lambda: torch.add(a, b, out=out), torch=lambda: torch.add(a, b), **nbytes)
 
 

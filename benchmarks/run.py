@@ -26,13 +26,20 @@ def _environment() -> dict[str, str]:
     import triton
 
     try:
-        driver = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                                capture_output=True, text=True, timeout=20).stdout.strip()
+        driver = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         driver = "unknown"
     return {
-        "gpu": torch.cuda.get_device_name(), "driver": driver, "torch": torch.__version__,
-        "triton": triton.__version__, "python": platform.python_version(),
+        "gpu": torch.cuda.get_device_name(),
+        "driver": driver,
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "python": platform.python_version(),
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
     }
 

@@ -64,8 +64,13 @@ def sweep_tunables(h, family: str) -> list[tuple[Any, Any, float]]:
                         tag = "shipped" if config is shipped else _describe(config)
                         # The shipped configuration runs as users run it: through the lookup.
                         run = None if config is shipped else config
-                        res = h.compare(f"{tunable.name} {case.label} {tag}", nbx=lambda c=run: case.run(c),  # noqa: B023
-                                        torch=ref, shape=tuple(shape), dtype=dtype)
+                        res = h.compare(
+                            f"{tunable.name} {case.label} {tag}",
+                            nbx=lambda c=run: case.run(c),  # noqa: B023
+                            torch=ref,
+                            shape=tuple(shape),
+                            dtype=dtype,
+                        )
                         timings.append(Timing(config, res["nbx_ms"] / 1e3) if res else Timing(config, error="failed"))
                     timed.append((case, timings))
         for choice in choose(tunable, timed):
@@ -87,9 +92,11 @@ def write_tables(chosen: list[tuple[Any, Any, float]], results: Path, margin: fl
             continue
         found = [p for p in sorted(tunable.tables.glob("*.json")) if json.loads(p.read_text()).get("arch") == target]
         path = found[0] if found else tunable.tables / f"{target}.json"
-        data = written.get(path) or (json.loads(path.read_text()) if path.exists() else
-                                     {"about": f"Tuned launch configurations for {target}.", "arch": target,
-                                      "kernels": {}})
+        data = written.get(path) or (
+            json.loads(path.read_text())
+            if path.exists()
+            else {"about": f"Tuned launch configurations for {target}.", "arch": target, "kernels": {}}
+        )
         shapes = data["kernels"].setdefault(tunable.name, {}).setdefault("shapes", {})
         shapes[choice.key.text()] = {"config": choice.config, "source": source}
         written[path] = data
@@ -114,8 +121,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"== sweep {name}", flush=True)
         chosen += sweep_tunables(h, name)
     results = args.out / "sweep.json"
-    results.write_text(json.dumps({"gpu": torch.cuda.get_device_name(), "results": h.results,
-                                   "errors": h.errors}, indent=1) + "\n")
+    results.write_text(
+        json.dumps({"gpu": torch.cuda.get_device_name(), "results": h.results, "errors": h.errors}, indent=1) + "\n"
+    )
     if args.write_tables:
         for path in write_tables(chosen, results, args.margin):
             print(f"wrote {path}", flush=True)

@@ -17,8 +17,10 @@ from typing import Any
 HERE = Path(__file__).parent
 RESULTS = HERE / "results"
 MODELS = "models.json"
-SECTIONS = {"models": ("<!-- models:begin -->", "<!-- models:end -->"),
-            "ops": ("<!-- results:begin -->", "<!-- results:end -->")}
+SECTIONS = {
+    "models": ("<!-- models:begin -->", "<!-- models:end -->"),
+    "ops": ("<!-- results:begin -->", "<!-- results:end -->"),
+}
 
 
 def _cell(value: Any) -> str:
@@ -30,29 +32,47 @@ def models_table(results: Path = RESULTS) -> str:
     torch eager's time over the way's, and the chart when ``models.png`` is beside the JSON."""
     path = results / MODELS
     if not path.exists():
-        return ("No whole-model results yet: run `python -m benchmarks.models --out DIR` on a GPU and "
-                "copy `models.json` and `models.png` into `benchmarks/results/`.")
+        return (
+            "No whole-model results yet: run `python -m benchmarks.models --out DIR` on a GPU and "
+            "copy `models.json` and `models.png` into `benchmarks/results/`."
+        )
     doc = json.loads(path.read_text())
-    lines = [f"{doc['gpu']}, torch {doc['torch']}, triton {doc['triton']}, {doc['date']}; times in ms, speed = "
-             "torch eager time / this time (above 1: faster than eager).", "",
-             "| model | nodes | torch eager | torch.compile | compile, reduce-overhead | NBX | NBX CUDA graph "
-             "| speed: NBX | speed: NBX CUDA graph | speed: torch.compile | NBX CUDA graph / torch.compile "
-             "| NBX first run (s) | peak MB: torch / NBX | error vs eager |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        f"{doc['gpu']}, torch {doc['torch']}, triton {doc['triton']}, {doc['date']}; times in ms, speed = "
+        "torch eager time / this time (above 1: faster than eager).",
+        "",
+        "| model | nodes | torch eager | torch.compile | compile, reduce-overhead | NBX | NBX CUDA graph "
+        "| speed: NBX | speed: NBX CUDA graph | speed: torch.compile | NBX CUDA graph / torch.compile "
+        "| NBX first run (s) | peak MB: torch / NBX | error vs eager |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for r in doc["results"]:
         if "failed" in r:
             lines.append(f"| {r['model']} | failed: {str(r['failed'])[:80]} |" + " |" * 12)
             continue
-        speed = {way: round(r["torch_ms"] / r[f"{way}_ms"], 3) if r.get(f"{way}_ms") and r.get("torch_ms") else None
-                 for way in ("nbx", "nbx_graph", "compile")}
+        speed = {
+            way: round(r["torch_ms"] / r[f"{way}_ms"], 3) if r.get(f"{way}_ms") and r.get("torch_ms") else None
+            for way in ("nbx", "nbx_graph", "compile")
+        }
         both = r.get("compile_ms") and r.get("nbx_graph_ms")
         versus = round(r["compile_ms"] / r["nbx_graph_ms"], 3) if both else None
         error = max(r.get("error", 0.0), r.get("error_graph", 0.0))
-        cells = [r["model"], r.get("nodes"), r.get("torch_ms"), r.get("compile_ms"), r.get("compile_ro_ms"),
-                 r.get("nbx_ms"), r.get("nbx_graph_ms"), speed["nbx"], speed["nbx_graph"], speed["compile"], versus,
-                 r.get("first_run_s"),
-                 f"{_cell(r.get('torch_peak_mb'))} / {_cell(r.get('nbx_peak_mb'))}",
-                 f"{error:.1e}" + ("" if r.get("ok", True) else " (over tolerance)")]
+        cells = [
+            r["model"],
+            r.get("nodes"),
+            r.get("torch_ms"),
+            r.get("compile_ms"),
+            r.get("compile_ro_ms"),
+            r.get("nbx_ms"),
+            r.get("nbx_graph_ms"),
+            speed["nbx"],
+            speed["nbx_graph"],
+            speed["compile"],
+            versus,
+            r.get("first_run_s"),
+            f"{_cell(r.get('torch_peak_mb'))} / {_cell(r.get('nbx_peak_mb'))}",
+            f"{error:.1e}" + ("" if r.get("ok", True) else " (over tolerance)"),
+        ]
         lines.append("| " + " | ".join(map(_cell, cells)) + " |")
     if (results / "models.png").exists():
         lines += ["", "![speed relative to torch eager](results/models.png)"]
@@ -68,11 +88,15 @@ def ops_table(results: Path = RESULTS) -> str:
         doc = json.loads(path.read_text())
         env = doc["environment"]
         lines.append(f"\n### {doc['family']}\n")
-        lines.append(f"{env['gpu']}, driver {env['driver']}, torch {env['torch']}, triton {env['triton']}, "
-                     f"{env['date']}; ceilings: copy {env['ceilings']['copy_GBps']} GB/s, "
-                     f"bf16 mm {env['ceilings']['bf16_mm_TFLOPs']} TFLOP/s\n")
-        lines.append("| op | shape | dtype | NBX ms | torch ms | ratio (torch/NBX) | NBX GB/s or TFLOP/s "
-                     "| of ceiling | one call: NBX ms | one call: torch ms | one call: ratio |")
+        lines.append(
+            f"{env['gpu']}, driver {env['driver']}, torch {env['torch']}, triton {env['triton']}, "
+            f"{env['date']}; ceilings: copy {env['ceilings']['copy_GBps']} GB/s, "
+            f"bf16 mm {env['ceilings']['bf16_mm_TFLOPs']} TFLOP/s\n"
+        )
+        lines.append(
+            "| op | shape | dtype | NBX ms | torch ms | ratio (torch/NBX) | NBX GB/s or TFLOP/s "
+            "| of ceiling | one call: NBX ms | one call: torch ms | one call: ratio |"
+        )
         lines.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         for r in doc["results"]:
             if "nbx_ms" not in r:
@@ -80,9 +104,11 @@ def ops_table(results: Path = RESULTS) -> str:
                 lines.append(f"| {r['op']} | {extra} | | | | | | | | | |")
                 continue
             rate = r.get("nbx_GBps", r.get("nbx_TFLOPs", ""))
-            lines.append(f"| {r['op']} | {r['shape']} | {r['dtype']} | {r['nbx_ms']} | {r['torch_ms']} | "
-                         f"{r['ratio']} | {rate} | {r.get('ceiling_fraction', '')} | {r.get('nbx_sync_ms', '')} | "
-                         f"{r.get('torch_sync_ms', '')} | {r.get('ratio_sync', '')} |")
+            lines.append(
+                f"| {r['op']} | {r['shape']} | {r['dtype']} | {r['nbx_ms']} | {r['torch_ms']} | "
+                f"{r['ratio']} | {rate} | {r.get('ceiling_fraction', '')} | {r.get('nbx_sync_ms', '')} | "
+                f"{r.get('torch_sync_ms', '')} | {r.get('ratio_sync', '')} |"
+            )
         for e in doc.get("errors", []):
             lines.append(f"| {e['name']} | failed: {e['error'][:80]} | | | | | | | | | |")
     return "\n".join(lines)

@@ -32,8 +32,12 @@ def build() -> tuple[torch.nn.Module, torch.Tensor, torch.Tensor]:
 def main() -> None:
     block, src, mask = build()
     seq = torch.export.Dim("seq", min=2, max=64)
-    ep = torch.export.export(block, (src,), {"src_key_padding_mask": mask},
-                             dynamic_shapes={"src": {1: seq}, "src_key_padding_mask": {1: seq}})
+    ep = torch.export.export(
+        block,
+        (src,),
+        {"src_key_padding_mask": mask},
+        dynamic_shapes={"src": {1: seq}, "src_key_padding_mask": {1: seq}},
+    )
     every_family = [name for family in opnames.FAMILIES for name in opnames.opset(family)]
     path = export(ep, Path(__file__).with_name("encoder_block.nbx"), available=every_family)
     print(f"wrote {path}")

@@ -52,13 +52,35 @@ _backend.preconfigure()
 _deprecated.install()
 
 __all__ = [
-    "BackendError", "BundleError", "DeviceError", "DuplicateKernelError", "DuplicatePatternError", "ExportError",
-    "GraphArityError", "GraphError",
-    "GraphFormatError", "GraphInputError", "GraphReferenceError", "GraphSymbolError", "GraphVersionError",
+    "BackendError",
+    "BundleError",
+    "DeviceError",
+    "DuplicateKernelError",
+    "DuplicatePatternError",
+    "ExportError",
+    "GraphArityError",
+    "GraphError",
+    "GraphFormatError",
+    "GraphInputError",
+    "GraphReferenceError",
+    "GraphSymbolError",
+    "GraphVersionError",
     "GraphWeightsError",
-    "IndexOutOfRangeError", "InvalidOpNameError", "InvalidTargetError", "KernelImportError", "NbxError",
-    "NbxTypeError", "NbxValueError", "OutOfMemoryError", "PluginLoadError", "RegistryConfigError",
-    "RegistryError", "ShapeError", "UnresolvedOpError", "__version__", "hookimpl",
+    "IndexOutOfRangeError",
+    "InvalidOpNameError",
+    "InvalidTargetError",
+    "KernelImportError",
+    "NbxError",
+    "NbxTypeError",
+    "NbxValueError",
+    "OutOfMemoryError",
+    "PluginLoadError",
+    "RegistryConfigError",
+    "RegistryError",
+    "ShapeError",
+    "UnresolvedOpError",
+    "__version__",
+    "hookimpl",
 ]
 
 _LAZY_MODULES = {"load": "nbx_core.graph"}  # every other public name is looked up in nbx_core.api
@@ -73,8 +95,10 @@ def __getattr__(name: str) -> Any:
     # Private names: introspection (pytest, inspect, copy) must not import the API. Submodules
     # (and moved ones, nbx_core.deprecated): ``from . import dtypes`` probes the attribute before
     # importing the submodule.
-    is_submodule = (importlib.machinery.PathFinder.find_spec(f"{__name__}.{name}", __path__) is not None
-                    or _deprecated.new_path(f"{__name__}.{name}") is not None)
+    is_submodule = (
+        importlib.machinery.PathFinder.find_spec(f"{__name__}.{name}", __path__) is not None
+        or _deprecated.new_path(f"{__name__}.{name}") is not None
+    )
     if name.startswith("_") or (is_submodule and name not in _NAMES_SHADOWING_SUBMODULES):
         raise AttributeError(missing)
     module_name = _LAZY_MODULES.get(name, _API)

@@ -40,8 +40,9 @@ def current() -> str:
             if want is None:
                 want = "cpu" if reason else "cuda"
             elif reason:
-                raise BackendError(f"NBX_BACKEND=cuda, but {reason}; unset NBX_BACKEND or set NBX_BACKEND=cpu "
-                                   "to run on the CPU")
+                raise BackendError(
+                    f"NBX_BACKEND=cuda, but {reason}; unset NBX_BACKEND or set NBX_BACKEND=cpu to run on the CPU"
+                )
         # Triton 3.9 warns unless told; keep its default (fused multiply-add on).
         os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
         if want in ("cpu", "aot"):

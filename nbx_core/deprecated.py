@@ -36,7 +36,7 @@ def new_path(name: str) -> str | None:
     """Where the module once named ``name`` lives now, or None if ``name`` did not move."""
     for old, new in MOVED.items():
         if name == old or name.startswith(old + "."):
-            return new + name[len(old):]
+            return new + name[len(old) :]
     return None
 
 
@@ -59,8 +59,9 @@ class _Alias(importlib.abc.Loader):
 
 
 class _Finder(importlib.abc.MetaPathFinder):
-    def find_spec(self, name: str, path: Sequence[str] | None = None,
-                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+    def find_spec(
+        self, name: str, path: Sequence[str] | None = None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
         new = new_path(name)
         return None if new is None else importlib.machinery.ModuleSpec(name, _Alias(name, new))
 

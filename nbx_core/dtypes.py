@@ -79,15 +79,36 @@ float8_e4m3fn = DType("float8_e4m3fn", "f", ml_dtypes.float8_e4m3fn, "fp8e4nv")
 float8_e5m2 = DType("float8_e5m2", "f", ml_dtypes.float8_e5m2, "fp8e5")
 
 ALL: tuple[DType, ...] = (
-    bool_, uint8, int8, int16, int32, int64,
-    float16, bfloat16, float32, float64, complex64, float8_e4m3fn, float8_e5m2,
+    bool_,
+    uint8,
+    int8,
+    int16,
+    int32,
+    int64,
+    float16,
+    bfloat16,
+    float32,
+    float64,
+    complex64,
+    float8_e4m3fn,
+    float8_e5m2,
 )
 FLOATING: tuple[DType, ...] = (float16, bfloat16, float32, float64)
 INTEGRAL: tuple[DType, ...] = (uint8, int8, int16, int32, int64)
 
 _BY_NAME: dict[str, DType] = {d.name: d for d in ALL}
-_BY_NAME.update({"bool_": bool_, "half": float16, "float": float32, "double": float64,
-                 "long": int64, "int": int32, "short": int16, "cfloat": complex64})
+_BY_NAME.update(
+    {
+        "bool_": bool_,
+        "half": float16,
+        "float": float32,
+        "double": float64,
+        "long": int64,
+        "int": int32,
+        "short": int16,
+        "cfloat": complex64,
+    }
+)
 _BY_NP: dict[np.dtype, DType] = {d.np: d for d in ALL}
 NAMES: frozenset[str] = frozenset(_BY_NAME)
 

@@ -18,9 +18,7 @@ def wrap_dim(op: str, dim: int, ndim: int, arg: str = "dim") -> int:
         raise NbxTypeError(f"{op}: {arg} must be an int, got {type(dim).__name__}")
     n = max(ndim, 1)
     if not -n <= dim < n:
-        raise IndexOutOfRangeError(
-            f"{op}: {arg}={dim} is out of range: expected a value in {-n}..{n - 1}"
-        )
+        raise IndexOutOfRangeError(f"{op}: {arg}={dim} is out of range: expected a value in {-n}..{n - 1}")
     return dim % n
 
 
@@ -131,8 +129,7 @@ def view_strides(old_shape: Sequence[int], old_strides: Sequence[int], new_shape
     for tensor_d in range(len(old_shape) - 1, -1, -1):
         tensor_numel *= old_shape[tensor_d]
         if tensor_d == 0 or (
-            old_shape[tensor_d - 1] != 1
-            and old_strides[tensor_d - 1] != tensor_numel * chunk_base_stride
+            old_shape[tensor_d - 1] != 1 and old_strides[tensor_d - 1] != tensor_numel * chunk_base_stride
         ):
             while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
                 new_strides[view_d] = view_numel * chunk_base_stride

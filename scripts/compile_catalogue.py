@@ -37,23 +37,50 @@ def T(*shape: int, dtype: D.DType = D.bfloat16) -> NBXTensor:
 
 
 def _attention() -> Iterator[Call]:
-    for dt, mask, causal, L, E, gqa in itertools.product(FLOATS, (None, "bool", "float"), (False, True),
-                                                        (1, 70), (16, 80, 128, 256), (False, True)):
+    for dt, mask, causal, L, E, gqa in itertools.product(
+        FLOATS, (None, "bool", "float"), (False, True), (1, 70), (16, 80, 128, 256), (False, True)
+    ):
+
         def args(dt=dt, mask=mask, causal=causal, L=L, E=E, gqa=gqa):
             m = None if mask is None else T(L, 300, dtype=D.bool_ if mask == "bool" else dt)
-            return (T(2, 4, L, E, dtype=dt), T(2, 2 if gqa else 4, 300, E, dtype=dt),
-                    T(2, 2 if gqa else 4, 300, E, dtype=dt), m, 0.0, causal), {"enable_gqa": gqa}
+            return (
+                T(2, 4, L, E, dtype=dt),
+                T(2, 2 if gqa else 4, 300, E, dtype=dt),
+                T(2, 2 if gqa else 4, 300, E, dtype=dt),
+                m,
+                0.0,
+                causal,
+            ), {"enable_gqa": gqa}
+
         yield "aten::scaled_dot_product_attention", args
 
 
 def _conv() -> Iterator[Call]:
-    for dt, (c, k, r, s, g) in itertools.product(FLOATS, [(3, 64, 7, 2, 1), (64, 64, 3, 1, 1), (64, 64, 3, 1, 64),
-                                                          (256, 512, 1, 2, 1), (512, 512, 3, 1, 1)]):
-        yield "aten::conv2d", lambda dt=dt, c=c, k=k, r=r, s=s, g=g: (
-            (T(4, c, 28, 28, dtype=dt), T(k, c // g, r, r, dtype=dt), T(k, dtype=dt), [s, s], [r // 2] * 2, [1, 1], g),
-            {})
-        yield "aten::conv_transpose2d.input", lambda dt=dt, c=c, k=k, r=r, s=s, g=g: (
-            (T(4, c, 14, 14, dtype=dt), T(c, k // g, r, r, dtype=dt), None, [s, s], [r // 2] * 2, [0, 0], g), {})
+    for dt, (c, k, r, s, g) in itertools.product(
+        FLOATS, [(3, 64, 7, 2, 1), (64, 64, 3, 1, 1), (64, 64, 3, 1, 64), (256, 512, 1, 2, 1), (512, 512, 3, 1, 1)]
+    ):
+        yield (
+            "aten::conv2d",
+            lambda dt=dt, c=c, k=k, r=r, s=s, g=g: (
+                (
+                    T(4, c, 28, 28, dtype=dt),
+                    T(k, c // g, r, r, dtype=dt),
+                    T(k, dtype=dt),
+                    [s, s],
+                    [r // 2] * 2,
+                    [1, 1],
+                    g,
+                ),
+                {},
+            ),
+        )
+        yield (
+            "aten::conv_transpose2d.input",
+            lambda dt=dt, c=c, k=k, r=r, s=s, g=g: (
+                (T(4, c, 14, 14, dtype=dt), T(c, k // g, r, r, dtype=dt), None, [s, s], [r // 2] * 2, [0, 0], g),
+                {},
+            ),
+        )
 
 
 def _spectral() -> Iterator[Call]:
@@ -71,14 +98,17 @@ def _rows() -> Iterator[Call]:
         yield "aten::var.correction", lambda dt=dt, m=m, n=n: ((T(m, n, dtype=dt), [1]), {"correction": 1})
         yield "aten::cumsum", lambda dt=dt, m=m, n=n: ((T(m, n, dtype=dt), 1), {})
         yield "aten::softmax.int", lambda dt=dt, m=m, n=n: ((T(m, n, dtype=dt), 1), {})
-        yield "aten::layer_norm", lambda dt=dt, m=m, n=n: ((T(m, n, dtype=dt), [n], T(n, dtype=dt), T(n, dtype=dt)),
-                                                           {})
+        yield "aten::layer_norm", lambda dt=dt, m=m, n=n: ((T(m, n, dtype=dt), [n], T(n, dtype=dt), T(n, dtype=dt)), {})
         yield "aten::sort", lambda dt=dt, m=m, n=n: ((T(m, n, dtype=dt), 1), {})
         yield "aten::topk", lambda dt=dt, m=m, n=n: ((T(m, n, dtype=dt), 5, 1), {})
 
 
 CATALOGUE: dict[str, Callable[[], Iterator[Call]]] = {
-    "attention": _attention, "conv": _conv, "spectral": _spectral, "rows": _rows}
+    "attention": _attention,
+    "conv": _conv,
+    "spectral": _spectral,
+    "rows": _rows,
+}
 
 
 def run(families: list[str]) -> list[str]:

@@ -13,10 +13,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 FAMILIES = ["elementwise", "linalg", "reduction", "norm", "index", "conv", "attention", "spectral"]
 SMOKE = {
-    "elementwise": 'r.call("aten::gelu", x)', "linalg": 'r.call("aten::mm", x[0, 0], x[0, 1])',
-    "reduction": 'r.call("aten::sum", x, [1])', "norm": 'r.call("aten::layer_norm", x, [8])',
-    "index": 'r.call("aten::flip", x, [0])', "conv": 'r.call("aten::max_pool2d", x, [2, 2])',
-    "attention": 'r.call("aten::softmax", x, -1)', "spectral": 'r.call("aten::fft_rfft", x)',
+    "elementwise": 'r.call("aten::gelu", x)',
+    "linalg": 'r.call("aten::mm", x[0, 0], x[0, 1])',
+    "reduction": 'r.call("aten::sum", x, [1])',
+    "norm": 'r.call("aten::layer_norm", x, [8])',
+    "index": 'r.call("aten::flip", x, [0])',
+    "conv": 'r.call("aten::max_pool2d", x, [2, 2])',
+    "attention": 'r.call("aten::softmax", x, -1)',
+    "spectral": 'r.call("aten::fft_rfft", x)',
 }
 PROGRAM = """import numpy as np, nbx_core
 from nbx_core.registry import get_registry
@@ -40,15 +44,20 @@ def main() -> int:
     for fam in FAMILIES:
         subprocess.run([py, "-m", "pip", "install", "-q", "--no-deps", "-e", str(REPO / "plugins" / fam)], check=True)
         try:
-            doc = json.loads(subprocess.run([nbx, "registry", "list", "--format", "json"], capture_output=True,
-                                            text=True, check=True).stdout)
+            doc = json.loads(
+                subprocess.run(
+                    [nbx, "registry", "list", "--format", "json"], capture_output=True, text=True, check=True
+                ).stdout
+            )
             listed = {o["name"] for o in doc["ops"]}
             exact = listed == names(fam) | names("core") and not doc["problems"]
             run = subprocess.run([py, "-c", PROGRAM.format(call=SMOKE[fam])], capture_output=True, text=True)
             ok = exact and run.returncode == 0
             failed += not ok
-            print(f"{fam}: lists exactly its names and core's: {exact}; runs: {run.returncode == 0} "
-                  f"{run.stdout.strip() or run.stderr.strip()[-200:]}")
+            print(
+                f"{fam}: lists exactly its names and core's: {exact}; runs: {run.returncode == 0} "
+                f"{run.stdout.strip() or run.stderr.strip()[-200:]}"
+            )
         finally:
             subprocess.run([py, "-m", "pip", "uninstall", "-q", "-y", f"nbx-{fam}"], check=True)
     return 1 if failed else 0

@@ -80,8 +80,9 @@ def _ptxas(ptx: str) -> str:
     tool = BIN / "ptxas-blackwell" if (BIN / "ptxas-blackwell").exists() else BIN / "ptxas"
     with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
         f.write(ptx)
-    out = subprocess.run([str(tool), "-v", "--gpu-name=sm_90a", f.name, "-o", os.devnull],
-                         capture_output=True, text=True).stderr
+    out = subprocess.run(
+        [str(tool), "-v", "--gpu-name=sm_90a", f.name, "-o", os.devnull], capture_output=True, text=True
+    ).stderr
     os.unlink(f.name)
     lines = [ln.split("info    : ")[-1].strip() for ln in out.splitlines() if "registers" in ln or "spill" in ln]
     return "; ".join(lines)

@@ -69,12 +69,6 @@ def config_from_args(args: argparse.Namespace) -> RegistryConfig:
 # -- output ----------------------------------------------------------------------------------------
 
 
-
-
-
-
-
-
 def _emit(args: argparse.Namespace, document: dict[str, Any], table: Callable[[], str]) -> None:
     if args.format == "json":
         print(json.dumps({"schema": JSON_SCHEMA, **document}, indent=2))
@@ -126,32 +120,52 @@ def _cmd_list(args: argparse.Namespace) -> int:
         raise UsageError(f"--plugin {args.plugin}: no such plugin; plugins: {', '.join(sorted(plugins))}")
     namespaces = sorted({e.namespace for e in registry.entries()})
     if args.namespace is not None and args.namespace not in namespaces:
-        raise UsageError(f"--namespace {args.namespace}: no registered op is in this namespace; "
-                         f"namespaces: {', '.join(namespaces) or 'none'}")
+        raise UsageError(
+            f"--namespace {args.namespace}: no registered op is in this namespace; "
+            f"namespaces: {', '.join(namespaces) or 'none'}"
+        )
     entries = [
-        e for e in registry.entries()
-        if args.plugin in (None, e.plugin) and args.namespace in (None, e.namespace)
+        e for e in registry.entries() if args.plugin in (None, e.plugin) and args.namespace in (None, e.namespace)
     ]
     problems = registry.problems()
     rows = [(e.name, e.plugin, _note(e), e.target) for e in entries]
-    patterns = [(p, status) for p, status in registry.pattern_entries()
-                if args.plugin in (None, p.provenance.plugin)
-                and args.namespace in (None, p.pattern.name.partition("::")[0])]
+    patterns = [
+        (p, status)
+        for p, status in registry.pattern_entries()
+        if args.plugin in (None, p.provenance.plugin) and args.namespace in (None, p.pattern.name.partition("::")[0])
+    ]
 
     def table() -> str:
         text = format_table(("op", "plugin", "note", "target"), rows)
         if patterns:
-            pattern_rows = [(p.pattern.name, p.provenance.plugin, "" if status == "active" else status,
-                             f"{p.pattern.size()} nodes: {p.pattern.structure()}") for p, status in patterns]
+            pattern_rows = [
+                (
+                    p.pattern.name,
+                    p.provenance.plugin,
+                    "" if status == "active" else status,
+                    f"{p.pattern.size()} nodes: {p.pattern.structure()}",
+                )
+                for p, status in patterns
+            ]
             text += "\n\nfusion patterns\n" + format_table(("becomes", "plugin", "note", "matches"), pattern_rows)
         return text
 
-    document = {"ops": [_entry_json(e) for e in entries],
-                "patterns": [{"name": p.pattern.name, "plugin": p.provenance.plugin,
-                              "distribution": p.provenance.distribution, "version": p.provenance.version,
-                              "nodes": p.pattern.size(), "matches": p.pattern.structure(), "status": status}
-                             for p, status in patterns],
-                "problems": _problems_json(problems)}
+    document = {
+        "ops": [_entry_json(e) for e in entries],
+        "patterns": [
+            {
+                "name": p.pattern.name,
+                "plugin": p.provenance.plugin,
+                "distribution": p.provenance.distribution,
+                "version": p.provenance.version,
+                "nodes": p.pattern.size(),
+                "matches": p.pattern.structure(),
+                "status": status,
+            }
+            for p, status in patterns
+        ],
+        "problems": _problems_json(problems),
+    }
     _emit(args, document, table)
     if not entries:
         _explain_empty(args, plugins)
@@ -177,15 +191,28 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
     problems = registry.problems()
     document = {
         "plugins": [
-            {"name": p.name, "distribution": p.distribution, "version": p.version, "ops": p.ops,
-             "status": p.status, "reason": p.reason, "error": None if p.error is None else str(p.error)}
+            {
+                "name": p.name,
+                "distribution": p.distribution,
+                "version": p.version,
+                "ops": p.ops,
+                "status": p.status,
+                "reason": p.reason,
+                "error": None if p.error is None else str(p.error),
+            }
             for p in plugins
         ],
         "problems": _problems_json(problems),
     }
     rows = [
-        (p.name, p.distribution or "-", p.version or "-", p.ops, p.status,
-         p.reason or (type(p.error).__name__ if p.error else ""))
+        (
+            p.name,
+            p.distribution or "-",
+            p.version or "-",
+            p.ops,
+            p.status,
+            p.reason or (type(p.error).__name__ if p.error else ""),
+        )
         for p in plugins
     ]
     headers = ("plugin", "distribution", "version", "ops", "status", "detail")
@@ -198,9 +225,7 @@ def _read_against(against: str) -> tuple[str, tuple[str, ...]]:
     if against in opnames.OPSETS:  # a bundled list wins over a file of the same name: write ./core
         return against, opnames.opset(against)
     if not Path(against).is_file():
-        raise UsageError(
-            f"--against {against}: neither a bundled op list ({', '.join(opnames.OPSETS)}) nor a file"
-        )
+        raise UsageError(f"--against {against}: neither a bundled op list ({', '.join(opnames.OPSETS)}) nor a file")
     try:
         return against, opnames.read_op_file(against)
     except (OSError, UnicodeDecodeError) as exc:
@@ -265,8 +290,17 @@ def _cmd_check(args: argparse.Namespace) -> int:
         except UnresolvedOpError as exc:
             ops.append({"name": name, "count": count, "status": "missing", "reason": str(exc)})
         else:
-            ops.append({"name": name, "count": count, "status": "resolved", "plugin": entry.plugin,
-                        "distribution": entry.distribution, "version": entry.version, "target": entry.target})
+            ops.append(
+                {
+                    "name": name,
+                    "count": count,
+                    "status": "resolved",
+                    "plugin": entry.plugin,
+                    "distribution": entry.distribution,
+                    "version": entry.version,
+                    "target": entry.target,
+                }
+            )
     problems = registry.problems()
     unresolved = [op["name"] for op in ops if op["status"] != "resolved"]
     bundles = bundle_summary(args.graph)
@@ -282,16 +316,28 @@ def _cmd_check(args: argparse.Namespace) -> int:
         if bundles:
             text += "\n\nkernel bundle (nbx compile)\n" + format_table(
                 ("target", "triton", "kernels", "size", "signatures", "problem"),
-                [(b["target"], b.get("triton"), b.get("kernels"), size_text(b["bytes"]) if "bytes" in b else None,
-                  "; ".join(signature_text(s) for s in b.get("signatures", ())), b["problem"]) for b in bundles])
+                [
+                    (
+                        b["target"],
+                        b.get("triton"),
+                        b.get("kernels"),
+                        size_text(b["bytes"]) if "bytes" in b else None,
+                        "; ".join(signature_text(s) for s in b.get("signatures", ())),
+                        b["problem"],
+                    )
+                    for b in bundles
+                ],
+            )
         return text
 
     _emit(args, document, table)
     _report(problems)
     for b in bundles:
         if b["problem"]:
-            print(f"nbx: {args.graph}: the kernel bundle for {b['target']} cannot be used: {b['problem']}",
-                  file=sys.stderr)
+            print(
+                f"nbx: {args.graph}: the kernel bundle for {b['target']} cannot be used: {b['problem']}",
+                file=sys.stderr,
+            )
     try:
         registry.require(counts)
     except UnresolvedOpError as exc:
@@ -319,8 +365,12 @@ def _add_registry_parser(subparsers: Any) -> None:
     plugins.set_defaults(func=_cmd_plugins, parser=plugins)
 
     coverage = commands.add_parser("coverage", parents=parents, help="which names of an op list are covered")
-    coverage.add_argument("--against", required=True, metavar="LIST",
-                          help=f"a bundled list ({', '.join(opnames.OPSETS)}) or a file, one name per line")
+    coverage.add_argument(
+        "--against",
+        required=True,
+        metavar="LIST",
+        help=f"a bundled list ({', '.join(opnames.OPSETS)}) or a file, one name per line",
+    )
     coverage.set_defaults(func=_cmd_coverage, parser=coverage)
 
     check = commands.add_parser("check", parents=parents, help="whether the registry can run a graph")

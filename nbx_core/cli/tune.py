@@ -18,9 +18,12 @@ from .options import UsageError, format_table
 
 def add_tune_parser(subparsers: Any) -> None:
     """Add the ``tune`` command (defaults set ``func`` and ``parser``)."""
-    tune = subparsers.add_parser("tune", help="tune a plugin's kernels for this GPU",
-                                 description=__doc__.split("\n\n", 1)[1].replace("``", ""),
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    tune = subparsers.add_parser(
+        "tune",
+        help="tune a plugin's kernels for this GPU",
+        description=__doc__.split("\n\n", 1)[1].replace("``", ""),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     tune.add_argument("--family", required=True, metavar="NAME", help="the plugin to tune (norm, linalg, core ...)")
     tune.add_argument("--kernel", metavar="K", help="only this tunable kernel of the plugin")
     tune.add_argument("--shapes", metavar="AxB,...", help="shapes to tune (default: the sweep's own)")
@@ -54,11 +57,15 @@ def _tune(args: argparse.Namespace) -> int:
     if args.kernel:
         sweeps = [s for s in sweeps if s.tunable.name == args.kernel]
         if not sweeps:
-            raise UsageError(f"--kernel {args.kernel!r}: {args.family} tunes "
-                             f"{', '.join(s.tunable.name for s in sweeps_of(args.family))}")
+            raise UsageError(
+                f"--kernel {args.kernel!r}: {args.family} tunes "
+                f"{', '.join(s.tunable.name for s in sweeps_of(args.family))}"
+            )
     if args.shapes and len(sweeps) > 1:
-        raise UsageError(f"--shapes: {args.family} tunes several kernels, whose shapes mean different things; "
-                         f"name one with --kernel ({', '.join(s.tunable.name for s in sweeps)})")
+        raise UsageError(
+            f"--shapes: {args.family} tunes several kernels, whose shapes mean different things; "
+            f"name one with --kernel ({', '.join(s.tunable.name for s in sweeps)})"
+        )
     if args.reps < 1:
         raise UsageError(f"--reps {args.reps}: must be at least 1")
     shapes = parse_shapes(args.shapes) if args.shapes else None

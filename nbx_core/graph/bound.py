@@ -27,8 +27,7 @@ class BoundOps:
                 self.steps.append((None, op.storage, []))
                 continue
             bound = Bound(op.kernel, op.grid, bind(op.args, storages.__getitem__), op.kwargs)
-            patches = [(pos, a) for pos, a in enumerate(op.args)
-                       if any(t.storage not in fixed for t in tensor_args(a))]
+            patches = [(pos, a) for pos, a in enumerate(op.args) if any(t.storage not in fixed for t in tensor_args(a))]
             self.steps.append((bound, None, patches))
         # Fresh outputs come zeroed from the allocator where the run asked for it.
         self.skip_zero = plan._fresh_zeroed if skip_zero is None else skip_zero

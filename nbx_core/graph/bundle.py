@@ -80,30 +80,38 @@ def signatures(graph: Graph, sizes: Mapping[str, Sequence[int]]) -> list[dict[st
     unknown = sorted(set(sizes) - set(graph.symbols))
     if unknown:
         declared = ", ".join(graph.symbols) or "none"
-        raise GraphInputError(f"{graph.file}: no symbolic dim named {', '.join(unknown)} (the graph declares: "
-                              f"{declared})")
+        raise GraphInputError(
+            f"{graph.file}: no symbolic dim named {', '.join(unknown)} (the graph declares: {declared})"
+        )
     choices = []
     for name, symbol in graph.symbols.items():
         values = list(sizes.get(name, ()))
         if not values:
             if symbol.example is None:
-                raise GraphInputError(f"{graph.file}: symbolic dim {name} has no exported example size: give its "
-                                      f"sizes with --dim {name}=SIZE,...")
+                raise GraphInputError(
+                    f"{graph.file}: symbolic dim {name} has no exported example size: give its "
+                    f"sizes with --dim {name}=SIZE,..."
+                )
             values = [symbol.example]
         for value in values:
             if value < symbol.min or (symbol.max is not None and value > symbol.max):
                 top = "" if symbol.max is None else symbol.max
-                raise GraphInputError(f"{graph.file}: {name}={value} lies outside the exported range "
-                                      f"{symbol.min}..{top}")
+                raise GraphInputError(
+                    f"{graph.file}: {name}={value} lies outside the exported range {symbol.min}..{top}"
+                )
         choices.append([(name, v) for v in dict.fromkeys(values)])
     return [dict(combo) for combo in itertools.product(*choices)]
 
 
 def signature_record(graph: Graph, dims: dict[str, int]) -> dict[str, Any]:
     """How a bundle's index lists a signature: the dims and each input's dtype and shape."""
-    return {"dims": dict(dims),
-            "inputs": [{"name": s.name, "dtype": s.dtype, "shape": [d if isinstance(d, int) else d(dims)
-                                                                     for d in s.shape]} for s in graph.inputs]}
+    return {
+        "dims": dict(dims),
+        "inputs": [
+            {"name": s.name, "dtype": s.dtype, "shape": [d if isinstance(d, int) else d(dims) for d in s.shape]}
+            for s in graph.inputs
+        ],
+    }
 
 
 def graph_sha256(graph_dir: Path) -> str:
@@ -136,8 +144,10 @@ def read(graph_dir: str | Path, target: str) -> Bundle | None:
     index_path = directory / INDEX_FILE
     if not directory.is_dir():
         return None
-    fix = (f"run nbx compile {graph_dir} --target {target} again, or delete {directory} to run without it (its "
-           "kernels then compile at run time)")
+    fix = (
+        f"run nbx compile {graph_dir} --target {target} again, or delete {directory} to run without it (its "
+        "kernels then compile at run time)"
+    )
     try:
         raw = index_path.read_bytes()
     except OSError as exc:
@@ -152,8 +162,16 @@ def read(graph_dir: str | Path, target: str) -> Bundle | None:
             files[name] = path
             total += _check_file(path, record, fix)
         kernels[entry["hash"]] = Kernel(entry["hash"], entry, files)
-    return Bundle(directory, target, document["triton"], document["nbx"], document["graph_sha256"],
-                  tuple(document["signatures"]), kernels, total)
+    return Bundle(
+        directory,
+        target,
+        document["triton"],
+        document["nbx"],
+        document["graph_sha256"],
+        tuple(document["signatures"]),
+        kernels,
+        total,
+    )
 
 
 def _parse_index(raw: bytes, index_path: Path, target: str, fix: str) -> dict[str, Any]:
@@ -190,8 +208,13 @@ def _parse_index(raw: bytes, index_path: Path, target: str, fix: str) -> dict[st
         if not isinstance(files, dict) or sorted(n.rsplit(".", 1)[-1] for n in files) != ["cubin", "json"]:
             raise bad(f"kernel {entry['hash']}: 'files' must name one .cubin and one .json file")
         for name, record in files.items():
-            if not _FILE.fullmatch(name) or not isinstance(record, dict) or set(record) != {"bytes", "sha256"} \
-                    or not isinstance(record["bytes"], int) or not isinstance(record["sha256"], str):
+            if (
+                not _FILE.fullmatch(name)
+                or not isinstance(record, dict)
+                or set(record) != {"bytes", "sha256"}
+                or not isinstance(record["bytes"], int)
+                or not isinstance(record["sha256"], str)
+            ):
                 raise bad(f"kernel {entry['hash']}: file entry {name!r} is malformed")
     return document
 
@@ -202,11 +225,14 @@ def _check_file(path: Path, record: Mapping[str, Any], fix: str) -> int:
     except OSError as exc:
         raise BundleError(f"{path}: a file of the bundle cannot be read ({exc.strerror or exc}); {fix}") from None
     if len(data) != record["bytes"]:
-        raise BundleError(f"{path}: {len(data)} bytes where the bundle's index lists {record['bytes']} (truncated or "
-                          f"replaced); {fix}")
+        raise BundleError(
+            f"{path}: {len(data)} bytes where the bundle's index lists {record['bytes']} (truncated or replaced); {fix}"
+        )
     if hashlib.sha256(data).hexdigest() != record["sha256"]:
-        raise BundleError(f"{path}: its content does not match the bundle's index (SHA-256 differs: the file was "
-                          f"modified or damaged); {fix}")
+        raise BundleError(
+            f"{path}: its content does not match the bundle's index (SHA-256 differs: the file was "
+            f"modified or damaged); {fix}"
+        )
     return len(data)
 
 
@@ -216,8 +242,13 @@ def checksum(document: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def write(graph_dir: str | Path, target: str, triton: str, records: Sequence[Mapping[str, Any]],
-          kernels: Mapping[str, tuple[Mapping[str, Any], Mapping[str, str | Path]]]) -> Bundle:
+def write(
+    graph_dir: str | Path,
+    target: str,
+    triton: str,
+    records: Sequence[Mapping[str, Any]],
+    kernels: Mapping[str, tuple[Mapping[str, Any], Mapping[str, str | Path]]],
+) -> Bundle:
     """Write ``graph_dir``'s bundle for ``target``, replacing the one there atomically, and return it
     as :func:`read` returns it.
 
@@ -246,8 +277,14 @@ def write(graph_dir: str | Path, target: str, triton: str, records: Sequence[Map
                 stored[name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
             entries.append({**entry, "hash": digest, "files": stored})
         document: dict[str, Any] = {
-            "format": FORMAT, "version": VERSION, "target": target, "triton": triton, "nbx": __version__,
-            "graph_sha256": graph_sha256(graph_dir), "signatures": list(records), "kernels": entries,
+            "format": FORMAT,
+            "version": VERSION,
+            "target": target,
+            "triton": triton,
+            "nbx": __version__,
+            "graph_sha256": graph_sha256(graph_dir),
+            "signatures": list(records),
+            "kernels": entries,
         }
         document["checksum"] = checksum(document)
         _write_file(tmp / INDEX_FILE, (json.dumps(document, indent=1, sort_keys=True) + "\n").encode())
@@ -285,9 +322,16 @@ def summary(graph_dir: str | Path) -> list[dict[str, Any]]:
             continue
         problem = None
         if bundle.graph_sha256 != graph_sha256(graph_dir):
-            problem = (f"built for another version of {GRAPH_FILE}: run nbx compile {graph_dir} --target {target} "
-                       "again")
-        rows.append({"target": target, "triton": bundle.triton, "nbx": bundle.nbx,
-                     "signatures": [dict(s) for s in bundle.signatures], "kernels": len(bundle.kernels),
-                     "bytes": bundle.bytes, "problem": problem})
+            problem = f"built for another version of {GRAPH_FILE}: run nbx compile {graph_dir} --target {target} again"
+        rows.append(
+            {
+                "target": target,
+                "triton": bundle.triton,
+                "nbx": bundle.nbx,
+                "signatures": [dict(s) for s in bundle.signatures],
+                "kernels": len(bundle.kernels),
+                "bytes": bundle.bytes,
+                "problem": problem,
+            }
+        )
     return rows

@@ -66,16 +66,20 @@ def open_bundle(graph: Graph, target: str | None = None) -> _bundle.Bundle | Non
     fix = f"run nbx compile {where} --target {target} with the Triton and NBX of this process"
     if not _bundle.has_bundle(where):
         if strict:
-            raise BundleError(f"{where}: has no kernel bundle (kernels/), and NBX_REQUIRE_BUNDLE=1 forbids compiling "
-                              f"kernels at run time: {fix}")
+            raise BundleError(
+                f"{where}: has no kernel bundle (kernels/), and NBX_REQUIRE_BUNDLE=1 forbids compiling "
+                f"kernels at run time: {fix}"
+            )
         return None
     found = _bundle.read(where, target)
     if found is None:
         have = ", ".join(_bundle.targets(where)) or "none"
         problem = f"its kernel bundle has no kernels for this GPU's {target} (it has: {have})"
     elif found.triton != prebuilt.triton_version():
-        problem = (f"its kernel bundle for {target} was built with Triton {found.triton}, this process runs Triton "
-                   f"{prebuilt.triton_version()}")
+        problem = (
+            f"its kernel bundle for {target} was built with Triton {found.triton}, this process runs Triton "
+            f"{prebuilt.triton_version()}"
+        )
     elif found.graph_sha256 != _bundle.graph_sha256(where):
         problem = "its kernel bundle was built for another version of graph.json"
     else:
@@ -83,6 +87,7 @@ def open_bundle(graph: Graph, target: str | None = None) -> _bundle.Bundle | Non
         return found
     if strict:
         raise BundleError(f"{where}: {problem}, and NBX_REQUIRE_BUNDLE=1 forbids compiling kernels at run time: {fix}")
-    warnings.warn(f"{where}: {problem}, so its kernels compile at run time: {fix}", prebuilt.BundleWarning,
-                  stacklevel=3)
+    warnings.warn(
+        f"{where}: {problem}, so its kernels compile at run time: {fix}", prebuilt.BundleWarning, stacklevel=3
+    )
     return None

@@ -30,8 +30,16 @@ _ids = itertools.count(1)
 class CapturedProgram:
     """A Program recorded as one CUDA graph; call it like the Program (keywords or positions)."""
 
-    def __init__(self, program: Any, inputs: dict[str, NBXTensor], outputs: dict[str, NBXTensor],
-                 graph: Any, exec_: Any, stream: Any, device_checks: list[Any]) -> None:
+    def __init__(
+        self,
+        program: Any,
+        inputs: dict[str, NBXTensor],
+        outputs: dict[str, NBXTensor],
+        graph: Any,
+        exec_: Any,
+        stream: Any,
+        device_checks: list[Any],
+    ) -> None:
         self.program = program
         self._inputs = inputs
         self._outputs = outputs
@@ -44,8 +52,10 @@ class CapturedProgram:
         """Replay with ``inputs`` (name -> tensor); returns the captured output tensors."""
         file = self.program.graph.file
         if set(inputs) != set(self._inputs):
-            raise GraphInputError(f"{file}: a captured program takes exactly its inputs "
-                                  f"({', '.join(self._inputs)}), got {', '.join(sorted(inputs))}")
+            raise GraphInputError(
+                f"{file}: a captured program takes exactly its inputs "
+                f"({', '.join(self._inputs)}), got {', '.join(sorted(inputs))}"
+            )
         for name, value in inputs.items():
             static = self._inputs[name]
             value = self.program._as_input(next(s for s in self.program.inputs if s.name == name), value)

@@ -32,14 +32,22 @@ from .validate import load_weights, read_graph
 
 def _inputs(graph: Graph, dims: dict[str, int]) -> dict[str, Any]:
     """Zero-filled inputs of the declared dtypes at these sizes (the aot backend computes nothing)."""
-    return {spec.name: empty_tensor([d if isinstance(d, int) else d(dims) for d in spec.shape],
-                                    D.from_name(spec.dtype), CPU, zero=True)
-            for spec in graph.inputs}
+    return {
+        spec.name: empty_tensor(
+            [d if isinstance(d, int) else d(dims) for d in spec.shape], D.from_name(spec.dtype), CPU, zero=True
+        )
+        for spec in graph.inputs
+    }
 
 
-def build(path: str | Path, target: str, sizes: Mapping[str, Sequence[int]] | None = None, *,
-          on_signature: Callable[[int, dict[str, int]], None] | None = None,
-          on_kernel: Callable[[prebuilt.Variant], None] | None = None) -> _bundle.Bundle:
+def build(
+    path: str | Path,
+    target: str,
+    sizes: Mapping[str, Sequence[int]] | None = None,
+    *,
+    on_signature: Callable[[int, dict[str, int]], None] | None = None,
+    on_kernel: Callable[[prebuilt.Variant], None] | None = None,
+) -> _bundle.Bundle:
     """Compile every kernel the plans of ``path`` launch for each signature
     (:func:`~nbx_core.graph.bundle.signatures` of ``sizes``) and write them as the graph's bundle for
     ``target``; returns the bundle written.
@@ -49,8 +57,10 @@ def build(path: str | Path, target: str, sizes: Mapping[str, Sequence[int]] | No
     each signature, ``on_kernel(variant)`` after each new variant (progress).
     """
     if backend.current() != "aot" or prebuilt.current_target() != target:
-        raise BackendError(f"building a bundle for {target} needs the aot backend for it (NBX_BACKEND=aot, "
-                           f"NBX_AOT_TARGET={target}); this process runs {backend.current()}: use nbx compile")
+        raise BackendError(
+            f"building a bundle for {target} needs the aot backend for it (NBX_BACKEND=aot, "
+            f"NBX_AOT_TARGET={target}); this process runs {backend.current()}: use nbx compile"
+        )
     graph = read_graph(path)
     dims_list = _bundle.signatures(graph, sizes or {})
     program = Program(graph, load_weights(graph))  # what load() makes: planning and fusion on
@@ -60,12 +70,25 @@ def build(path: str | Path, target: str, sizes: Mapping[str, Sequence[int]] | No
                 on_signature(i, dims)
             program.check_compiles(**_inputs(graph, dims))
     kernels = {digest: (_entry(v), v.files) for digest, v in found.items()}
-    return _bundle.write(graph.path, target, prebuilt.triton_version(),
-                         [_bundle.signature_record(graph, dims) for dims in dims_list], kernels)
+    return _bundle.write(
+        graph.path,
+        target,
+        prebuilt.triton_version(),
+        [_bundle.signature_record(graph, dims) for dims in dims_list],
+        kernels,
+    )
 
 
 def _entry(variant: prebuilt.Variant) -> dict[str, Any]:
-    return {"kernel": variant.kernel, "source": variant.source, "params": variant.params,
-            "signature": variant.signature, "constexprs": variant.constexprs, "attrs": variant.attrs,
-            "num_warps": variant.num_warps, "num_stages": variant.num_stages, "num_ctas": variant.num_ctas,
-            "shared": variant.shared}
+    return {
+        "kernel": variant.kernel,
+        "source": variant.source,
+        "params": variant.params,
+        "signature": variant.signature,
+        "constexprs": variant.constexprs,
+        "attrs": variant.attrs,
+        "num_warps": variant.num_warps,
+        "num_stages": variant.num_stages,
+        "num_ctas": variant.num_ctas,
+        "shared": variant.shared,
+    }

@@ -32,8 +32,11 @@ class PlanGraph:
         for index, pos in plan.inputs:
             t = inputs[pos]
             lo = t._offset * t.dtype.itemsize
-            extent = (1 + sum((n - 1) * s for n, s in zip(t._shape, t._strides, strict=True))) * t.dtype.itemsize \
-                if t.numel() else 0
+            extent = (
+                (1 + sum((n - 1) * s for n, s in zip(t._shape, t._strides, strict=True))) * t.dtype.itemsize
+                if t.numel()
+                else 0
+            )
             self.static[index] = allocate(lo + extent, plan.device)
             self.copies_in.append((index, lo, extent))
         for index, nbytes, zero in plan.fresh:
@@ -47,8 +50,12 @@ class PlanGraph:
         _cuda.check(driver.cuStreamSynchronize(_cuda.current_stream()), "cuStreamSynchronize")
         for (index, lo, nbytes), (_, pos) in zip(self.copies_in, plan.inputs, strict=True):
             if nbytes:
-                _cuda.check(driver.cuMemcpyDtoDAsync(self.static[index].ptr + lo, inputs[pos]._storage.ptr + lo,
-                                                     nbytes, stream), "cuMemcpyDtoDAsync")
+                _cuda.check(
+                    driver.cuMemcpyDtoDAsync(
+                        self.static[index].ptr + lo, inputs[pos]._storage.ptr + lo, nbytes, stream
+                    ),
+                    "cuMemcpyDtoDAsync",
+                )
         with _cuda.use_stream(int(stream)), descriptor_memory(plan.device, plan.descriptor_blocks):
             ops.launch(self.static)  # loads every kernel before the capture
             _cuda.check(driver.cuStreamSynchronize(stream), "cuStreamSynchronize")
@@ -73,10 +80,13 @@ class PlanGraph:
         stream = _cuda.current_stream()
         for index, lo, nbytes in self.copies_in:
             if nbytes:
-                _cuda.check(driver.cuMemcpyDtoDAsync(self.static[index].ptr + lo, st[index].ptr + lo, nbytes, stream),
-                            "cuMemcpyDtoDAsync")
+                _cuda.check(
+                    driver.cuMemcpyDtoDAsync(self.static[index].ptr + lo, st[index].ptr + lo, nbytes, stream),
+                    "cuMemcpyDtoDAsync",
+                )
         _cuda.check(driver.cuGraphLaunch(self.exec, stream), "cuGraphLaunch")
         for index, nbytes in self.copies_out:
             if nbytes:
-                _cuda.check(driver.cuMemcpyDtoDAsync(st[index].ptr, self.static[index].ptr, nbytes, stream),
-                            "cuMemcpyDtoDAsync")
+                _cuda.check(
+                    driver.cuMemcpyDtoDAsync(st[index].ptr, self.static[index].ptr, nbytes, stream), "cuMemcpyDtoDAsync"
+                )

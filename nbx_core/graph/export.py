@@ -92,14 +92,18 @@ class _Availability:
     def advice(self, names: Iterable[str]) -> str:
         """What would make ``names`` runnable: the one line that ends the missing-ops error."""
         if self.registry is None:
-            return ("Add them to available= if the installation the graph is for provides them, or register kernels "
-                    "for them (docs/plugins.md)")
+            return (
+                "Add them to available= if the installation the graph is for provides them, or register kernels "
+                "for them (docs/plugins.md)"
+            )
         families = {opnames.family_of(name) for name in names} - {None}
         if not families:
             return "No NBX distribution provides them: register kernels for them in a plugin (docs/plugins.md)"
         distributions = " ".join(sorted(opnames.distribution_of_family(f) for f in families))  # type: ignore[arg-type]
-        return (f"Install or upgrade the NBX distributions that provide them (pip install -U {distributions}), or "
-                "register kernels for these names (docs/plugins.md)")
+        return (
+            f"Install or upgrade the NBX distributions that provide them (pip install -U {distributions}), or "
+            "register kernels for these names (docs/plugins.md)"
+        )
 
 
 class _Exporter:
@@ -113,8 +117,14 @@ class _Exporter:
 
     # -- symbols -------------------------------------------------------------------------------------
     def _symbol_table(self) -> dict[str, dict[str, int | None]]:
-        shape_env = next((n.meta["val"].fake_mode.shape_env for n in self.ep.graph.nodes
-                          if isinstance(n.meta.get("val"), torch.Tensor)), None)
+        shape_env = next(
+            (
+                n.meta["val"].fake_mode.shape_env
+                for n in self.ep.graph.nodes
+                if isinstance(n.meta.get("val"), torch.Tensor)
+            ),
+            None,
+        )
         debug = getattr(shape_env, "source_name_to_debug_name", {}) if shape_env is not None else {}
         table: dict[str, dict[str, int | None]] = {}
         for symbol, bounds in sorted(self.ep.range_constraints.items(), key=lambda kv: str(kv[0])):
@@ -127,8 +137,7 @@ class _Exporter:
             upper = int(bounds.upper) if bounds.upper.is_Integer and int(bounds.upper) <= LIMIT else None
             lower = max(0, int(bounds.lower)) if bounds.lower.is_Integer else 0
             example = _hints(shape_env).get(symbol)
-            table[name] = {"min": lower, "max": upper,
-                           "example": None if example is None else int(example)}
+            table[name] = {"min": lower, "max": upper, "example": None if example is None else int(example)}
         return table
 
     def _expr(self, expr: sympy.Expr, where: str) -> str:
@@ -140,8 +149,10 @@ class _Exporter:
                 return str(int(e))
             if e.is_Symbol:
                 if e not in self.symbols:
-                    raise ExportError(f"{where}: symbol {e} is not bound by an input dim (a data-dependent "
-                                      "size, e.g. from nonzero or item()): NBX graphs do not support those yet")
+                    raise ExportError(
+                        f"{where}: symbol {e} is not bound by an input dim (a data-dependent "
+                        "size, e.g. from nonzero or item()): NBX graphs do not support those yet"
+                    )
                 return self.symbols[e]
             if isinstance(e, sympy.Add | sympy.Mul):
                 joiner = " + " if isinstance(e, sympy.Add) else "*"
@@ -159,8 +170,10 @@ class _Exporter:
             if isinstance(e, sympy.Max | sympy.Min):
                 fn = "max" if isinstance(e, sympy.Max) else "min"
                 return f"{fn}({', '.join(text(a, False) for a in e.args)})"
-            raise ExportError(f"{where}: symbolic size {expr} uses {type(e).__name__}, which NBX graphs cannot "
-                              "express (supported: + - * // % ** max min)")
+            raise ExportError(
+                f"{where}: symbolic size {expr} uses {type(e).__name__}, which NBX graphs cannot "
+                "express (supported: + - * // % ** max min)"
+            )
 
         return text(sympy.sympify(expr), False)
 
@@ -173,8 +186,11 @@ class _Exporter:
     def _spec(self, name: str, val: Any, where: str) -> dict[str, Any]:
         if not isinstance(val, torch.Tensor):
             raise ExportError(f"{where}: {name!r} is a {type(val).__name__}; NBX graph inputs and outputs are tensors")
-        return {"name": name, "dtype": _dtype_name(val.dtype, where),
-                "shape": [self._dim(d, f"{where}: {name!r}") for d in val.shape]}
+        return {
+            "name": name,
+            "dtype": _dtype_name(val.dtype, where),
+            "shape": [self._dim(d, f"{where}: {name!r}") for d in val.shape],
+        }
 
     # -- arguments -----------------------------------------------------------------------------------
     def _arg(self, value: Any, env: Mapping[fx.Node, Any], where: str) -> Any:
@@ -206,8 +222,10 @@ class _Exporter:
             expr = value.node.expr
             if expr.is_Number or expr in (sympy.true, sympy.false):
                 return bool(expr) if isinstance(value, torch.SymBool) else float(expr)
-        raise ExportError(f"{where}: symbolic {type(value).__name__} {value} is used as an op argument; NBX graphs "
-                          "carry symbolic ints only")
+        raise ExportError(
+            f"{where}: symbolic {type(value).__name__} {value} is used as an op argument; NBX graphs "
+            "carry symbolic ints only"
+        )
 
     # -- nodes ---------------------------------------------------------------------------------------
     def walk(self, graph: fx.Graph, env: dict[fx.Node, Any], prefix: str, depth: int) -> Any:
@@ -231,13 +249,16 @@ class _Exporter:
             return
         is_op = isinstance(node.target, torch._ops.OpOverload)
         if (isinstance(val, (*_SYM_TYPES, int, float, bool)) and not is_op) or (
-                isinstance(val, _SYM_TYPES) and node.target in _SYM_OPS):
+            isinstance(val, _SYM_TYPES) and node.target in _SYM_OPS
+        ):
             # sym_size and Python arithmetic on sizes: an expression over the input dims
             env[node] = self._sym_value(val, where) if isinstance(val, _SYM_TYPES) else scalar(val)
             return
         if not isinstance(node.target, torch._ops.OpOverload):
-            raise ExportError(f"{where}: {node.target} is not an ATen op; NBX graphs hold ATen ops only "
-                              "(control flow and custom Python calls must be removed before export)")
+            raise ExportError(
+                f"{where}: {node.target} is not an ATen op; NBX graphs hold ATen ops only "
+                "(control flow and custom Python calls must be removed before export)"
+            )
         op_name = aliases.canonical(_op_name(node.target))
         if opnames.base_name(op_name) in aliases.DROPPED:
             return
@@ -251,8 +272,13 @@ class _Exporter:
             # keep walking, to report every missing op at once
             env[node] = [ref(f"{name}.{i}") for i in range(len(val))] if isinstance(val, list | tuple) else ref(name)
             return
-        sub_env = dict(zip([n for n in decomposed.graph.nodes if n.op == "placeholder"],
-                           [self._arg(a, env, where) for a in _node_args(node)], strict=True))
+        sub_env = dict(
+            zip(
+                [n for n in decomposed.graph.nodes if n.op == "placeholder"],
+                [self._arg(a, env, where) for a in _node_args(node)],
+                strict=True,
+            )
+        )
         env[node] = self.walk(decomposed.graph, sub_env, f"{name}/", depth + 1)
 
     def _emit(self, node: fx.Node, name: str, op_name: str, env: dict[fx.Node, Any], where: str) -> None:
@@ -275,12 +301,18 @@ class _Exporter:
             return None
         fn = None
         schema = target._schema
-        if schema.arguments and schema.arguments[0].alias_info is not None \
-                and schema.arguments[0].alias_info.is_write and schema.name.endswith("_"):
+        if (
+            schema.arguments
+            and schema.arguments[0].alias_info is not None
+            and schema.arguments[0].alias_info.is_write
+            and schema.name.endswith("_")
+        ):
             functional = _overload(f"{schema.name[:-1]}.{target._overloadname}")
             if functional is not None:
+
                 def fn(self_: Any, *args: Any, **kwargs: Any) -> Any:  # in-place = functional + copy_
                     return self_.copy_(functional(self_, *args, **kwargs))
+
         if fn is None:
             fn = self.decompositions.get(target)
         if fn is None and torch._C._dispatch_has_kernel_for_dispatch_key(target.name(), "CompositeImplicitAutograd"):
@@ -323,25 +355,42 @@ class _Exporter:
                     continue
                 inputs.append(self._spec(node.name, node.meta["val"], where))
             elif spec.kind in _KIND:
-                tensor = ep.constants.get(spec.target) if spec.kind == InputKind.CONSTANT_TENSOR \
+                tensor = (
+                    ep.constants.get(spec.target)
+                    if spec.kind == InputKind.CONSTANT_TENSOR
                     else ep.state_dict.get(spec.target, ep.constants.get(spec.target))
+                )
                 if not isinstance(tensor, torch.Tensor):
-                    raise ExportError(f"{where}: {spec.kind.name} {spec.target!r} is a {type(tensor).__name__}, not "
-                                      "a tensor; NBX graphs store tensors only")
+                    raise ExportError(
+                        f"{where}: {spec.kind.name} {spec.target!r} is a {type(tensor).__name__}, not "
+                        "a tensor; NBX graphs store tensors only"
+                    )
                 key = _tied_key(stored, tensor, _KIND[spec.kind], spec.target)
                 if key == spec.target:
                     arrays[key] = _to_numpy(tensor, where)
-                weights.append({"name": node.name, "key": key, "kind": _KIND[spec.kind],
-                                "dtype": _dtype_name(tensor.dtype, where), "shape": list(tensor.shape)})
+                weights.append(
+                    {
+                        "name": node.name,
+                        "key": key,
+                        "kind": _KIND[spec.kind],
+                        "dtype": _dtype_name(tensor.dtype, where),
+                        "shape": list(tensor.shape),
+                    }
+                )
             else:
                 raise ExportError(f"{where}: {spec.kind.name} inputs are not supported by NBX graphs")
             env[node] = ref(node.name)
         result = self.walk(ep.graph, env, "", 0)
         if self.missing:
-            listed = "\n  ".join(f"{self.can_run.why(op)} [needed by {len(names)} node(s), first {names[0]!r}]; "
-                                 "torch has no decomposition for it" for op, names in self.missing.items())
-            raise ExportError(f"{len(self.missing)} ops have no kernel in the registry and no decomposition, so the "
-                              f"graph cannot run on NBX:\n  {listed}\n{self.can_run.advice(self.missing)}")
+            listed = "\n  ".join(
+                f"{self.can_run.why(op)} [needed by {len(names)} node(s), first {names[0]!r}]; "
+                "torch has no decomposition for it"
+                for op, names in self.missing.items()
+            )
+            raise ExportError(
+                f"{len(self.missing)} ops have no kernel in the registry and no decomposition, so the "
+                f"graph cannot run on NBX:\n  {listed}\n{self.can_run.advice(self.missing)}"
+            )
         output_node = next(n for n in ep.graph.nodes if n.op == "output")
         outputs, mutations = [], []
         for out_node, spec, value in zip(output_node.args[0], sig.output_specs, result, strict=True):
@@ -353,22 +402,34 @@ class _Exporter:
             elif spec.kind == OutputKind.BUFFER_MUTATION:
                 mutations.append({"value": value["ref"], "kind": "buffer", "target": spec.target})
             elif spec.kind == OutputKind.USER_INPUT_MUTATION:
-                target = next(s.arg.name for s in sig.input_specs
-                              if s.kind == InputKind.USER_INPUT and getattr(s.arg, "name", None) == spec.target)
+                target = next(
+                    s.arg.name
+                    for s in sig.input_specs
+                    if s.kind == InputKind.USER_INPUT and getattr(s.arg, "name", None) == spec.target
+                )
                 mutations.append({"value": value["ref"], "kind": "user_input", "target": target})
             else:
                 raise ExportError(f"{where}: {spec.kind.name} outputs are not supported (export in eval mode)")
         document = {
-            "format": FORMAT, "version": VERSION,
+            "format": FORMAT,
+            "version": VERSION,
             "producer": {"name": "nbx_core.graph.export", "nbx": __version__, "torch": torch.__version__},
-            "symbols": symbols, "inputs": inputs, "weights": weights, "nodes": self.nodes,
-            "outputs": outputs, "mutations": mutations,
+            "symbols": symbols,
+            "inputs": inputs,
+            "weights": weights,
+            "nodes": self.nodes,
+            "outputs": outputs,
+            "mutations": mutations,
         }
         return document, arrays
 
 
-_SYM_OPS = {torch.ops.aten.sym_size.int, torch.ops.aten.sym_numel.default, torch.ops.aten.sym_stride.int,
-            torch.ops.aten.sym_storage_offset.default}
+_SYM_OPS = {
+    torch.ops.aten.sym_size.int,
+    torch.ops.aten.sym_numel.default,
+    torch.ops.aten.sym_stride.int,
+    torch.ops.aten.sym_storage_offset.default,
+}
 
 
 def _hints(shape_env: Any) -> Mapping[Any, Any]:
@@ -399,8 +460,14 @@ def _tied_key(stored: dict[tuple, str], tensor: torch.Tensor, kind: str, key: st
     is written and the loader makes one device buffer for the key."""
     if tensor.numel() == 0 or tensor.device.type == "meta":
         return key
-    ident = (kind, tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape),
-             tensor.stride(), tensor.dtype)
+    ident = (
+        kind,
+        tensor.untyped_storage().data_ptr(),
+        tensor.storage_offset(),
+        tuple(tensor.shape),
+        tensor.stride(),
+        tensor.dtype,
+    )
     return stored.setdefault(ident, key)
 
 
@@ -411,8 +478,13 @@ def _to_numpy(tensor: torch.Tensor, where: str) -> np.ndarray:
     return flat.view(torch.uint8).numpy().view(dtype.np).reshape(tuple(tensor.shape)).copy()
 
 
-def export(exported_program: ExportedProgram, path: str | Path, registry: Registry | None = None, *,
-           available: Iterable[str] | None = None) -> Path:
+def export(
+    exported_program: ExportedProgram,
+    path: str | Path,
+    registry: Registry | None = None,
+    *,
+    available: Iterable[str] | None = None,
+) -> Path:
     """Write ``exported_program`` as the graph directory ``path`` (atomically) and return the path.
 
     Ops that ``registry`` (default: the installed plugins) cannot run are decomposed, node by
@@ -421,17 +493,26 @@ def export(exported_program: ExportedProgram, path: str | Path, registry: Regist
     op with no kernel and no decomposition.
     """
     if not isinstance(exported_program, ExportedProgram):
-        raise ExportError(f"export: expected a torch.export.ExportedProgram, got {type(exported_program).__name__}; "
-                          "use export_module for an nn.Module")
+        raise ExportError(
+            f"export: expected a torch.export.ExportedProgram, got {type(exported_program).__name__}; "
+            "use export_module for an nn.Module"
+        )
     if available is None and registry is None:
         registry = get_registry()
     document, arrays = _Exporter(exported_program, _Availability(registry, available)).run()
     return save(document, arrays, path)
 
 
-def export_module(module: torch.nn.Module, example_args: tuple[Any, ...], path: str | Path,
-                  dynamic_shapes: Any = None, *, example_kwargs: Mapping[str, Any] | None = None,
-                  registry: Registry | None = None, available: Iterable[str] | None = None) -> Path:
+def export_module(
+    module: torch.nn.Module,
+    example_args: tuple[Any, ...],
+    path: str | Path,
+    dynamic_shapes: Any = None,
+    *,
+    example_kwargs: Mapping[str, Any] | None = None,
+    registry: Registry | None = None,
+    available: Iterable[str] | None = None,
+) -> Path:
     """``torch.export.export(module, example_args, example_kwargs, dynamic_shapes=...)`` then :func:`export`.
 
     Export ``module.eval()`` for inference: dropout off, batch norm on its running statistics.

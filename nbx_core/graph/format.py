@@ -24,9 +24,19 @@ KERNELS_DIR = "kernels"  # the kernel bundle nbx compile adds (nbx_core.graph.bu
 
 # NBX dtype name -> safetensors dtype code, and back.
 SAFETENSORS_DTYPES: dict[str, str] = {
-    "bool": "BOOL", "uint8": "U8", "int8": "I8", "int16": "I16", "int32": "I32", "int64": "I64",
-    "float16": "F16", "bfloat16": "BF16", "float32": "F32", "float64": "F64", "complex64": "C64",
-    "float8_e4m3fn": "F8_E4M3", "float8_e5m2": "F8_E5M2",
+    "bool": "BOOL",
+    "uint8": "U8",
+    "int8": "I8",
+    "int16": "I16",
+    "int32": "I32",
+    "int64": "I64",
+    "float16": "F16",
+    "bfloat16": "BF16",
+    "float32": "F32",
+    "float64": "F64",
+    "complex64": "C64",
+    "float8_e4m3fn": "F8_E4M3",
+    "float8_e5m2": "F8_E5M2",
 }
 NBX_DTYPES: dict[str, str] = {code: name for name, code in SAFETENSORS_DTYPES.items()}
 
@@ -158,6 +168,7 @@ class Graph:
 
 
 # -- where a graph lives while it is saved ------------------------------------------------------------
+
 
 def backup_path(path: Path) -> Path:
     """Where :func:`save` keeps the previous graph at ``path`` while it swaps in the new one."""

@@ -38,14 +38,44 @@ def signature(tensors: Sequence[NBXTensor]) -> tuple:
     """What a plan depends on of its inputs: per input its dtype, shape, strides, offset, device and
     16-byte alignment (kernels specialise on it), and which inputs share a storage."""
     first: dict[int, int] = {}
-    return tuple((t.dtype, t._shape, t._strides, t._offset, t._storage.device, t.data_ptr() % 16 == 0,
-                  first.setdefault(id(t._storage), i)) for i, t in enumerate(tensors))
+    return tuple(
+        (
+            t.dtype,
+            t._shape,
+            t._strides,
+            t._offset,
+            t._storage.device,
+            t.data_ptr() % 16 == 0,
+            first.setdefault(id(t._storage), i),
+        )
+        for i, t in enumerate(tensors)
+    )
 
 
-_RANDOM_OPS = frozenset(f"aten::{name}" for name in (
-    "rand", "rand_like", "randn", "randn_like", "randint", "randint_like", "randperm", "bernoulli", "normal",
-    "uniform", "multinomial", "native_dropout", "rrelu", "rrelu_with_noise", "exponential", "geometric",
-    "log_normal", "cauchy", "random"))
+_RANDOM_OPS = frozenset(
+    f"aten::{name}"
+    for name in (
+        "rand",
+        "rand_like",
+        "randn",
+        "randn_like",
+        "randint",
+        "randint_like",
+        "randperm",
+        "bernoulli",
+        "normal",
+        "uniform",
+        "multinomial",
+        "native_dropout",
+        "rrelu",
+        "rrelu_with_noise",
+        "exponential",
+        "geometric",
+        "log_normal",
+        "cauchy",
+        "random",
+    )
+)
 
 
 def draws_random(op: str) -> bool:
@@ -64,14 +94,16 @@ class Unplanned:
 class Plan:
     """Launches over fixed memory for one input signature; see the module docstring."""
 
-    def __init__(self, trace: Trace, outputs: Sequence[TensorArg], device: Device,
-                 fused: dict[str, int] | None = None) -> None:
+    def __init__(
+        self, trace: Trace, outputs: Sequence[TensorArg], device: Device, fused: dict[str, int] | None = None
+    ) -> None:
         storages = trace.storages
         self.device = device
         self.fused = fused or {}
         self.graph_reason: str | None = None  # why the plan is not replayed as a CUDA graph, if it was tried
-        self.ops: list[Launch | Zero] = [op for op in trace.ops
-                                         if isinstance(op, Launch) or storages[op.storage].kind != "const"]
+        self.ops: list[Launch | Zero] = [
+            op for op in trace.ops if isinstance(op, Launch) or storages[op.storage].kind != "const"
+        ]
         self.outputs = tuple(outputs)
         self.checks = trace.checks
         used = {a.storage for op in self.ops if isinstance(op, Launch) for a in tensor_args(op.args)}
@@ -95,14 +127,15 @@ class Plan:
         first: dict[int, int] = {}
         last: dict[int, int] = {}
         for pos, op in enumerate(self.ops):
-            for s in (tensor_args(op.args) if isinstance(op, Launch) else ()):
+            for s in tensor_args(op.args) if isinstance(op, Launch) else ():
                 first.setdefault(s.storage, pos)
                 last[s.storage] = pos
             if isinstance(op, Zero):
                 first.setdefault(op.storage, pos)
                 last[op.storage] = pos
-        offsets, self.arena_bytes = _arena.place([storages[i].nbytes for i in temps],
-                                                 [(first[i], last[i] + 1) for i in temps])
+        offsets, self.arena_bytes = _arena.place(
+            [storages[i].nbytes for i in temps], [(first[i], last[i] + 1) for i in temps]
+        )
         self.slots = {index: (off, storages[index].nbytes) for index, off in zip(temps, offsets, strict=True)}
         self._fresh_zeroed = frozenset(index for index, _, zero in self.fresh if zero)
         self.nstorages = len(storages)
@@ -167,11 +200,16 @@ class Plan:
             if isinstance(op, Launch):
                 name = kernel_name(op.kernel)
                 kernels[name] = kernels.get(name, 0) + 1
-        return {"launches": sum(kernels.values()), "zero_fills": sum(isinstance(op, Zero) for op in self.ops),
-                "kernels": dict(sorted(kernels.items(), key=lambda kv: -kv[1])), "fused": self.fused,
-                "arena_bytes": self.arena_bytes, "temporaries": len(self.slots),
-                "cuda_graph": self.cuda_graph is not None, **({"cuda_graph_reason": self.graph_reason}
-                                                                if self.graph_reason else {})}
+        return {
+            "launches": sum(kernels.values()),
+            "zero_fills": sum(isinstance(op, Zero) for op in self.ops),
+            "kernels": dict(sorted(kernels.items(), key=lambda kv: -kv[1])),
+            "fused": self.fused,
+            "arena_bytes": self.arena_bytes,
+            "temporaries": len(self.slots),
+            "cuda_graph": self.cuda_graph is not None,
+            **({"cuda_graph_reason": self.graph_reason} if self.graph_reason else {}),
+        }
 
 
 def kernel_name(kernel: Any) -> str:
@@ -211,7 +249,7 @@ def _sub_storage(block: Any, offset: int, nbytes: int) -> Any:
     if block.device.type == "cpu":
         from ..memory.host import HostStorage
 
-        return HostStorage(block.array[offset:offset + nbytes])
+        return HostStorage(block.array[offset : offset + nbytes])
     from ..memory.cuda import CudaStorage
 
     return CudaStorage(block.ptr + offset, nbytes, block.device, owner=block)
@@ -223,5 +261,4 @@ def _zero(storage: Any) -> None:
         return
     from ..memory import cuda
 
-    cuda.check(cuda._driver().cuMemsetD8Async(storage.ptr, 0, storage.nbytes, cuda.current_stream()),
-               "cuMemsetD8Async")
+    cuda.check(cuda._driver().cuMemsetD8Async(storage.ptr, 0, storage.nbytes, cuda.current_stream()), "cuMemsetD8Async")

@@ -25,8 +25,11 @@ class Fusion:
     nodes: tuple[str, ...]
 
 
-def rewrite(graph: Graph, patterns: Sequence[Pattern], usable: Callable[[Pattern], bool] = lambda p: True,
-            ) -> tuple[Graph, list[Fusion]]:
+def rewrite(
+    graph: Graph,
+    patterns: Sequence[Pattern],
+    usable: Callable[[Pattern], bool] = lambda p: True,
+) -> tuple[Graph, list[Fusion]]:
     """``graph`` with every match of ``patterns`` replaced, and the matches; ``usable(p)`` says
     whether pattern ``p``'s op can run here (a pattern whose op nobody provides is skipped)."""
     candidates = sorted((p for p in patterns if usable(p)), key=lambda p: -p.size())
@@ -89,7 +92,8 @@ class _Match:
             return False
         self.nodes.add(node.index)
         return all(self.value(p, v) for p, v in zip(pat.args, node.args, strict=True)) and all(
-            self.value(p, node.kwargs[k]) for k, p in pat.kwargs)
+            self.value(p, node.kwargs[k]) for k, p in pat.kwargs
+        )
 
     def value(self, pat: Any, value: Any) -> bool:
         if isinstance(pat, Arg):
@@ -108,17 +112,21 @@ class _Match:
         if isinstance(pat, DTypeConst):
             return type(value).__name__ == "DType" and value.name == pat.name
         if isinstance(pat, list | tuple):
-            return isinstance(value, list | tuple) and len(pat) == len(value) and all(
-                self.value(p, v) for p, v in zip(pat, value, strict=True))
+            return (
+                isinstance(value, list | tuple)
+                and len(pat) == len(value)
+                and all(self.value(p, v) for p, v in zip(pat, value, strict=True))
+            )
         return type(pat) is not bool and type(value) is not bool and pat == value or pat is value
 
 
-def _closed(match: _Match, inner: set[int], readers: dict[str, int], kept: set[str],
-            producer: dict[str, Node]) -> bool:
+def _closed(match: _Match, inner: set[int], readers: dict[str, int], kept: set[str], producer: dict[str, Node]) -> bool:
     """Whether the values the matched nodes (other than the root) compute are read only inside the
     match, and no bound argument is one of them."""
     for name, node in producer.items():
         if node.index in inner and (name in kept or readers.get(name, 0) != match.uses.get(name, 0)):
             return False
-    return not any(isinstance(v, Ref) and producer.get(v.name) is not None and producer[v.name].index in inner
-                   for v in match.bound.values())
+    return not any(
+        isinstance(v, Ref) and producer.get(v.name) is not None and producer[v.name].index in inner
+        for v in match.bound.values()
+    )

@@ -78,7 +78,11 @@ def _power(base: int, exponent: int) -> int:
 
 
 _BINARY: dict[str, Callable[[int, int], int]] = {
-    "+": operator.add, "-": operator.sub, "*": operator.mul, "//": _floordiv, "%": _mod,
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "//": _floordiv,
+    "%": _mod,
 }
 
 
@@ -124,17 +128,21 @@ class Expr:
                 continue
             if op.code == "load":
                 if op.arg not in dims:
-                    raise GraphSymbolError(f"{self.where}: {_shown(self.text)} uses symbol {op.arg}, which no input "
-                                           "dim binds; re-export so that an input has that dim")
+                    raise GraphSymbolError(
+                        f"{self.where}: {_shown(self.text)} uses symbol {op.arg}, which no input "
+                        "dim binds; re-export so that an input has that dim"
+                    )
                 stack.append(dims[op.arg])  # type: ignore[index]
                 continue
             try:
                 _apply(op, stack)
             except _Undefined as exc:
                 bound = ", ".join(f"{s}={dims[s]}" for s in sorted(self.symbols))
-                raise GraphSymbolError(f"{self.where}: {_shown(self.text)} has no value for {bound}: {exc} in "
-                                       f"{_shown(op.span)}; the graph's shape arithmetic is wrong for these inputs: "
-                                       "re-export it, or run it on inputs in the exported range") from None
+                raise GraphSymbolError(
+                    f"{self.where}: {_shown(self.text)} has no value for {bound}: {exc} in "
+                    f"{_shown(op.span)}; the graph's shape arithmetic is wrong for these inputs: "
+                    "re-export it, or run it on inputs in the exported range"
+                ) from None
         return stack[0]
 
     @property
@@ -181,7 +189,7 @@ class _Parser:
         return token
 
     def span(self, start: int) -> str:
-        return self.text[self.tokens[start][2]:self.tokens[self.i - 1][3]]
+        return self.text[self.tokens[start][2] : self.tokens[self.i - 1][3]]
 
     def emit(self, code: list[_Op], op: _Op, operands: int) -> None:
         """Append ``op``; when its operands are all constants, fold it (an error then is a load error)."""

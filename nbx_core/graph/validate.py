@@ -53,11 +53,20 @@ from .format import (
 # Ops whose ATen schema returns a fixed number of results: a node declaring another count is
 # caught here; every other op's count is checked when its kernel returns.
 ARITY: dict[str, int] = {
-    "aten::native_layer_norm": 3, "aten::native_group_norm": 3, "aten::native_batch_norm": 3,
-    "aten::_native_batch_norm_legit": 3, "aten::_native_batch_norm_legit_no_training": 3,
-    "aten::native_dropout": 2, "aten::max_pool2d_with_indices": 2, "aten::max_pool3d_with_indices": 2,
-    "aten::sort": 2, "aten::topk": 2, "aten::_scaled_dot_product_flash_attention_for_cpu": 2,
-    "aten::var_mean": 2, "aten::std_mean": 2, "aten::aminmax": 2,
+    "aten::native_layer_norm": 3,
+    "aten::native_group_norm": 3,
+    "aten::native_batch_norm": 3,
+    "aten::_native_batch_norm_legit": 3,
+    "aten::_native_batch_norm_legit_no_training": 3,
+    "aten::native_dropout": 2,
+    "aten::max_pool2d_with_indices": 2,
+    "aten::max_pool3d_with_indices": 2,
+    "aten::sort": 2,
+    "aten::topk": 2,
+    "aten::_scaled_dot_product_flash_attention_for_cpu": 2,
+    "aten::var_mean": 2,
+    "aten::std_mean": 2,
+    "aten::aminmax": 2,
 }
 _ARITY_OVERLOADS: dict[str, int] = {"aten::max.dim": 2, "aten::min.dim": 2}
 
@@ -114,8 +123,11 @@ def _shape(raw: Any, where: str, symbols: Mapping[str, SymbolSpec] | None) -> tu
         expr = symbolic.parse(dim, f"{where}: dim {axis}")
         unknown = sorted(expr.symbols - symbols.keys())
         if unknown:
-            raise _fail(GraphFormatError, where, f"shape {_show(raw)} uses undeclared symbols {unknown}: "
-                        "declare them under \"symbols\"")
+            raise _fail(
+                GraphFormatError,
+                where,
+                f'shape {_show(raw)} uses undeclared symbols {unknown}: declare them under "symbols"',
+            )
         dims.append(expr)
     return tuple(dims)
 
@@ -129,8 +141,9 @@ def _show(value: Any) -> str:
 class _Decoder:
     """Decodes node arguments, checking each reference against the values defined so far."""
 
-    def __init__(self, file: Path, defined: dict[str, str], later: Mapping[str, int],
-                 symbols: Mapping[str, SymbolSpec]) -> None:
+    def __init__(
+        self, file: Path, defined: dict[str, str], later: Mapping[str, int], symbols: Mapping[str, SymbolSpec]
+    ) -> None:
         self.file, self.defined, self.later, self.symbols = file, defined, later, symbols
 
     def value(self, obj: Any, where: str, depth: int = 0) -> Any:
@@ -141,10 +154,14 @@ class _Decoder:
         if isinstance(obj, list):
             return [self.value(v, where, depth + 1) for v in obj]
         if not isinstance(obj, dict) or len(obj) != 1:
-            raise _fail(GraphFormatError, where, f"argument {_show(obj)} is not a value of the format "
-                        "(null, bool, number, string, list, or one of {ref|sym|dtype|device|layout|"
-                        "memory_format|float|complex: ...})")
-        (tag, body), = obj.items()
+            raise _fail(
+                GraphFormatError,
+                where,
+                f"argument {_show(obj)} is not a value of the format "
+                "(null, bool, number, string, list, or one of {ref|sym|dtype|device|layout|"
+                "memory_format|float|complex: ...})",
+            )
+        ((tag, body),) = obj.items()
         if tag == "ref":
             return self.reference(body, where)
         if tag == "sym":
@@ -183,8 +200,11 @@ def _define(defined: dict[str, str], name: Any, what: str, where: str) -> str:
     if not isinstance(name, str) or not name:
         raise _fail(GraphFormatError, where, f"a value name must be a non-empty string, got {_show(name)}")
     if name in defined:
-        raise _fail(GraphFormatError, where, f"value {name!r} is defined twice (first as {defined[name]}); "
-                    "every value name must be unique")
+        raise _fail(
+            GraphFormatError,
+            where,
+            f"value {name!r} is defined twice (first as {defined[name]}); every value name must be unique",
+        )
     defined[name] = what
     return name
 
@@ -216,8 +236,13 @@ def _tensor_specs(raw: Any, key: str, file: Path, symbols: Mapping[str, SymbolSp
         where = f"{file}: {key}[{i}]"
         name = _get(spec, "name", str, where)
         where = f"{file}: {key[:-1]} {_show(name)}"
-        out.append((name, _dtype(_get(spec, "dtype", str, where), where),
-                    _shape(_get(spec, "shape", list, where), where, symbols)))
+        out.append(
+            (
+                name,
+                _dtype(_get(spec, "dtype", str, where), where),
+                _shape(_get(spec, "shape", list, where), where, symbols),
+            )
+        )
     return out
 
 
@@ -227,21 +252,35 @@ def parse_document(doc: Any, path: Path) -> Graph:
     if not isinstance(doc, dict):
         raise _fail(GraphFormatError, str(file), f"expected a JSON object, got {type(doc).__name__}")
     if doc.get("format") != FORMAT:
-        raise _fail(GraphVersionError, str(file), f"format is {_show(doc.get('format'))}, not {FORMAT!r}: "
-                    "this is not an NBX graph")
+        raise _fail(
+            GraphVersionError,
+            str(file),
+            f"format is {_show(doc.get('format'))}, not {FORMAT!r}: this is not an NBX graph",
+        )
     version = doc.get("version")
     if version != VERSION or isinstance(version, bool | float):
-        raise _fail(GraphVersionError, str(file), f"schema version {_show(version)} is not supported: this NBX "
-                    f"reads version {VERSION}; re-export the graph with this NBX, or upgrade nbx-core")
+        raise _fail(
+            GraphVersionError,
+            str(file),
+            f"schema version {_show(version)} is not supported: this NBX "
+            f"reads version {VERSION}; re-export the graph with this NBX, or upgrade nbx-core",
+        )
     unknown = [key for key in doc if key not in _TOP_LEVEL]
     if unknown:
-        raise _fail(GraphFormatError, str(file), f"unknown keys {_show(unknown)}: a version {VERSION} graph holds "
-                    f"{', '.join(_TOP_LEVEL)}")
+        raise _fail(
+            GraphFormatError,
+            str(file),
+            f"unknown keys {_show(unknown)}: a version {VERSION} graph holds {', '.join(_TOP_LEVEL)}",
+        )
     producer = doc.get("producer", {})
     if not isinstance(producer, dict) or not all(
-            isinstance(k, str) and (v is None or isinstance(v, bool | int | float | str)) for k, v in producer.items()):
-        raise _fail(GraphFormatError, f"{file}: producer", f"must be an object of names to strings or numbers, got "
-                    f"{_show(producer)}")
+        isinstance(k, str) and (v is None or isinstance(v, bool | int | float | str)) for k, v in producer.items()
+    ):
+        raise _fail(
+            GraphFormatError,
+            f"{file}: producer",
+            f"must be an object of names to strings or numbers, got {_show(producer)}",
+        )
     symbols = _symbols(doc.get("symbols", {}), file)
     defined: dict[str, str] = {}
     inputs = []
@@ -256,8 +295,8 @@ def parse_document(doc: Any, path: Path) -> Graph:
         if kind not in WEIGHT_KINDS:
             raise _fail(GraphFormatError, where, f"kind {kind!r} is not one of {', '.join(WEIGHT_KINDS)}")
         shape = _shape(_get(spec, "shape", list, where), where, None)
-        weights.append(WeightSpec(name, _get(spec, "key", str, where), kind,
-                                  _dtype(_get(spec, "dtype", str, where), where), shape))  # type: ignore[arg-type]
+        key, dtype = _get(spec, "key", str, where), _dtype(_get(spec, "dtype", str, where), where)
+        weights.append(WeightSpec(name, key, kind, dtype, shape))  # type: ignore[arg-type]
 
     raw_nodes = _get(doc, "nodes", list, str(file))
     later: dict[str, int] = {}
@@ -285,8 +324,11 @@ def parse_document(doc: Any, path: Path) -> Graph:
         outputs = _get(raw, "outputs", list, where)
         expected = _ARITY_OVERLOADS.get(op, ARITY.get(opnames.base_name(op)))
         if expected is not None and len(outputs) != expected:
-            raise _fail(GraphArityError, where, f"declares {len(outputs)} outputs but {op} returns {expected}; "
-                        "list one name (or null) per result")
+            raise _fail(
+                GraphArityError,
+                where,
+                f"declares {len(outputs)} outputs but {op} returns {expected}; list one name (or null) per result",
+            )
         if not outputs:
             raise _fail(GraphArityError, where, "declares no outputs: list one name (or null) per result")
         names = tuple(None if o is None else _define(defined, o, f"an output of node {i}", where) for o in outputs)
@@ -319,8 +361,9 @@ def read_graph(path: str | Path) -> Graph:
     """
     path = current_path(Path(path))
     if not (path / GRAPH_FILE).is_file():  # not a directory, or a directory that holds no graph
-        raise GraphFormatError(f"{path}: not a graph directory (expected {path}/{GRAPH_FILE} and "
-                               f"{path}/{WEIGHTS_FILE})")
+        raise GraphFormatError(
+            f"{path}: not a graph directory (expected {path}/{GRAPH_FILE} and {path}/{WEIGHTS_FILE})"
+        )
     return parse_document(read_json(path / GRAPH_FILE), path)
 
 
@@ -332,8 +375,10 @@ def read_json(file: Path) -> Any:
         raise GraphFormatError(f"{file}: cannot read it: {exc}") from None
     depth = _nesting(text)
     if depth > MAX_NESTING:
-        raise GraphFormatError(f"{file}: nested {depth} levels deep; a graph nests at most {MAX_NESTING} levels: this "
-                               "is not an NBX graph, or a damaged one: re-export the graph")
+        raise GraphFormatError(
+            f"{file}: nested {depth} levels deep; a graph nests at most {MAX_NESTING} levels: this "
+            "is not an NBX graph, or a damaged one: re-export the graph"
+        )
     try:
         return json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
     except (json.JSONDecodeError, ValueError, RecursionError) as exc:
@@ -361,13 +406,13 @@ def _nesting(text: str) -> int:
 
 
 def _reject_constant(name: str) -> None:
-    raise ValueError(f"{name} is not JSON (non-finite floats are written {{\"float\": \"inf\"}})")
+    raise ValueError(f'{name} is not JSON (non-finite floats are written {{"float": "inf"}})')
 
 
 def _finite_float(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
-        raise ValueError(f"{text} is beyond float64 (non-finite floats are written {{\"float\": \"inf\"}})")
+        raise ValueError(f'{text} is beyond float64 (non-finite floats are written {{"float": "inf"}})')
     return value
 
 
@@ -389,12 +434,16 @@ def check_weights(graph: Graph, found: Mapping[str, tuple[str, tuple[int, ...]]]
     for weight in graph.weights:
         where = f"{source}: weight {weight.name!r} (key {weight.key!r}, {_first_user(graph, weight.name)})"
         if weight.key not in found:
-            raise GraphWeightsError(f"{where}: missing; re-export the graph (weights.safetensors and graph.json "
-                                    "must come from the same export)")
+            raise GraphWeightsError(
+                f"{where}: missing; re-export the graph (weights.safetensors and graph.json "
+                "must come from the same export)"
+            )
         dtype, shape = found[weight.key]
         if dtype != weight.dtype or tuple(shape) != weight.shape:
-            raise GraphWeightsError(f"{where}: holds {dtype} {list(shape)} but graph.json declares "
-                                    f"{weight.dtype} {list(weight.shape)}; re-export the graph")
+            raise GraphWeightsError(
+                f"{where}: holds {dtype} {list(shape)} but graph.json declares "
+                f"{weight.dtype} {list(weight.shape)}; re-export the graph"
+            )
 
 
 def load_weights(graph: Graph) -> dict[str, np.ndarray]:

@@ -32,8 +32,11 @@ def write_safetensors(path: Path, arrays: Mapping[str, np.ndarray], dtypes: Mapp
     blobs = []
     for key, array in arrays.items():
         data = np.ascontiguousarray(array).tobytes()
-        header[key] = {"dtype": SAFETENSORS_DTYPES[dtypes[key]], "shape": list(array.shape),
-                       "data_offsets": [offset, offset + len(data)]}
+        header[key] = {
+            "dtype": SAFETENSORS_DTYPES[dtypes[key]],
+            "shape": list(array.shape),
+            "data_offsets": [offset, offset + len(data)],
+        }
         offset += len(data)
         blobs.append(data)
     encoded = json.dumps(header, separators=(",", ":")).encode()
@@ -144,8 +147,9 @@ def _check_replaceable(target: Path, path: Path) -> None:
     """An ExportError unless ``target`` is absent, an empty directory or an NBX graph directory."""
     if not os.path.lexists(target):
         return
-    fix = (f"nothing was written. Save to another path, or move or delete {target} yourself if it is meant to be "
-           "replaced")
+    fix = (
+        f"nothing was written. Save to another path, or move or delete {target} yourself if it is meant to be replaced"
+    )
     if target.is_symlink() or not target.is_dir():
         what = "a symbolic link" if target.is_symlink() else "not a directory"
         raise ExportError(f"{path}: cannot save the graph there: {target} exists and is {what}; {fix}")
@@ -157,5 +161,7 @@ def _check_replaceable(target: Path, path: Path) -> None:
     if not entries or (set(entries) <= {GRAPH_FILE, WEIGHTS_FILE, KERNELS_DIR} and is_graph_file(target / GRAPH_FILE)):
         return
     shown = ", ".join(entries[:5]) + (f" and {len(entries) - 5} more" if len(entries) > 5 else "")
-    raise ExportError(f"{path}: cannot save the graph there: {target} is a directory that is not an NBX graph (it "
-                      f"holds {shown}), and saving would delete it; {fix}")
+    raise ExportError(
+        f"{path}: cannot save the graph there: {target} is a directory that is not an NBX graph (it "
+        f"holds {shown}), and saving would delete it; {fix}"
+    )

@@ -50,10 +50,12 @@ def _driver():
             from cuda.bindings import driver
         except ImportError as e:
             if isinstance(e, ModuleNotFoundError) and e.name in ("cuda", "cuda.bindings"):
-                raise BackendError("NVIDIA's CUDA Python bindings are not installed (pip install "
-                                   "'nbx-core[cuda]')") from e
-            raise BackendError(f"NVIDIA's CUDA Python bindings are installed but do not load ({e}; is an NVIDIA "
-                               "driver installed?)") from e
+                raise BackendError(
+                    "NVIDIA's CUDA Python bindings are not installed (pip install 'nbx-core[cuda]')"
+                ) from e
+            raise BackendError(
+                f"NVIDIA's CUDA Python bindings are installed but do not load ({e}; is an NVIDIA driver installed?)"
+            ) from e
         _driver_module = driver
     return _driver_module
 
@@ -85,7 +87,7 @@ def unavailable() -> str | None:
     except BackendError as e:
         return str(e)
     try:
-        err, = driver.cuInit(0)
+        (err,) = driver.cuInit(0)
     except Exception as e:  # cuda-bindings 13 raises when the driver library cannot be loaded
         return f"no CUDA device is visible (the NVIDIA driver does not load: {e})"
     if err != driver.CUresult.CUDA_SUCCESS:

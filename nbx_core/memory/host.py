@@ -30,7 +30,7 @@ class HostStorage:
         except MemoryError as e:
             raise OutOfMemoryError(f"cannot allocate {nbytes} bytes of host memory") from e
         start = (-raw.ctypes.data) % _ALIGN
-        return cls(raw[start:start + nbytes])
+        return cls(raw[start : start + nbytes])
 
     @classmethod
     def wrap(cls, array: np.ndarray) -> HostStorage:

@@ -41,8 +41,7 @@ def cat(tensors: Sequence[NBXTensor], dim: int = 0) -> NBXTensor:
     for i, t in enumerate(live):
         if t.ndim != ref.ndim:
             raise ShapeError(
-                f"cat: tensors must have the same number of dimensions: got {ref.ndim} and {t.ndim} "
-                f"(tensor {i})"
+                f"cat: tensors must have the same number of dimensions: got {ref.ndim} and {t.ndim} (tensor {i})"
             )
         for k in range(ref.ndim):
             if k != d and t.shape[k] != ref.shape[k]:
@@ -71,8 +70,10 @@ def stack(tensors: Sequence[NBXTensor], dim: int = 0) -> NBXTensor:
     ts = _tensors("stack", tensors)
     for i, t in enumerate(ts):
         if t.shape != ts[0].shape:
-            raise ShapeError(f"stack: expects each tensor to be equal size, but got {ts[0].shape} at entry 0 "
-                             f"and {t.shape} at entry {i}")
+            raise ShapeError(
+                f"stack: expects each tensor to be equal size, but got {ts[0].shape} at entry 0 "
+                f"and {t.shape} at entry {i}"
+            )
     d = wrap_dim("stack", dim, ts[0].ndim + 1)
     return cat([views.unsqueeze(t, d) for t in ts], d)
 
@@ -82,8 +83,7 @@ def repeat(self: NBXTensor, *repeats: int) -> NBXTensor:
     reps = as_shape("repeat", repeats, "repeats")
     if len(reps) < self.ndim:
         raise ShapeError(
-            f"repeat: the number of repeat dims ({len(reps)}) can not be smaller than the tensor's dims "
-            f"({self.ndim})"
+            f"repeat: the number of repeat dims ({len(reps)}) can not be smaller than the tensor's dims ({self.ndim})"
         )
     if any(r < 0 for r in reps):
         raise NbxValueError(f"repeat: repeats must be non-negative, got {reps}")
@@ -110,8 +110,9 @@ def select_scatter(self: NBXTensor, src: NBXTensor, dim: int, index: int) -> NBX
     return out
 
 
-def slice_scatter(self: NBXTensor, src: NBXTensor, dim: int = 0, start: int | None = None,
-                  end: int | None = None, step: int = 1) -> NBXTensor:
+def slice_scatter(
+    self: NBXTensor, src: NBXTensor, dim: int = 0, start: int | None = None, end: int | None = None, step: int = 1
+) -> NBXTensor:
     """A copy of ``self`` with the slice ``[start:end:step]`` along ``dim`` replaced by ``src``."""
     out = clone(self)
     target = views.slice(out, dim, start, end, step)

@@ -22,7 +22,11 @@ from ..shape import contiguous_strides, is_contiguous
 from ..tensor import NBXTensor
 
 PRESERVE, CONTIGUOUS, CHANNELS_LAST, CHANNELS_LAST_3D = (
-    "preserve_format", "contiguous_format", "channels_last", "channels_last_3d")
+    "preserve_format",
+    "contiguous_format",
+    "channels_last",
+    "channels_last_3d",
+)
 MEMORY_FORMATS = (PRESERVE, CONTIGUOUS, CHANNELS_LAST, CHANNELS_LAST_3D)
 # The dims of a channels-last tensor from innermost to outermost.
 _CHANNELS_LAST_ORDER = {CHANNELS_LAST: (1, 3, 2, 0), CHANNELS_LAST_3D: (1, 4, 3, 2, 0)}

@@ -55,8 +55,10 @@ def _gelu(x, sc):
     return 0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476))
 
 
-CANDIDATES = [{"THREAD_BYTES": b, "num_warps": w}
-              for b, w in [(4, 4), (8, 4), (8, 8), (16, 2), (16, 4), (16, 8), (32, 4), (64, 2)]]
+CANDIDATES = [
+    {"THREAD_BYTES": b, "num_warps": w}
+    for b, w in [(4, 4), (8, 4), (8, 8), (16, 2), (16, 4), (16, 8), (32, 4), (64, 2)]
+]
 
 
 def _cases(shape: Shape, dtype: str) -> list[Case]:
@@ -66,9 +68,15 @@ def _cases(shape: Shape, dtype: str) -> list[Case]:
     c = pointwise("tune", _positive, randn(shape, "float32", rng), out_dtype=D.bool_)
     widest = D.as_dtype(dtype).itemsize
     name = f"{shape[0]} {dtype}"
-    ops = [("add", _add, (a, b), ("add", (a, b))), ("mul", _mul, (a, b), ("mul", (a, b))),
-           ("where", _where, (c, a, b), ("where", (c, a, b))), ("sigmoid", _sigmoid, (a,), ("sigmoid", (a,))),
-           ("silu", _silu, (a,), ("nn.functional.silu", (a,))), ("gelu", _gelu, (a,), ("nn.functional.gelu", (a,)))]
+    ops = [
+        ("add", _add, (a, b), ("add", (a, b))),
+        ("mul", _mul, (a, b), ("mul", (a, b))),
+        ("where", _where, (c, a, b), ("where", (c, a, b))),
+        ("sigmoid", _sigmoid, (a,), ("sigmoid", (a,))),
+        ("silu", _silu, (a,), ("nn.functional.silu", (a,))),
+        ("gelu", _gelu, (a,), ("nn.functional.gelu", (a,))),
+    ]
+
     def runner(op: str, fn: Any, args: tuple) -> Callable[[Any], Any]:
         return lambda cfg: pointwise(op, fn, *args, dtype=D.as_dtype(dtype), config=cfg)
 

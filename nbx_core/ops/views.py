@@ -29,8 +29,9 @@ from ..tensor.args import tensor_arg
 from .layout import format_name, is_contiguous_as
 
 
-def _view(t: NBXTensor, shape: Sequence[int], strides: Sequence[int], offset: int | None = None,
-          dtype: D.DType | None = None) -> NBXTensor:
+def _view(
+    t: NBXTensor, shape: Sequence[int], strides: Sequence[int], offset: int | None = None, dtype: D.DType | None = None
+) -> NBXTensor:
     return NBXTensor(t._storage, shape, strides, t._offset if offset is None else offset, dtype or t.dtype)
 
 
@@ -122,7 +123,7 @@ def flatten(self: NBXTensor, start_dim: int = 0, end_dim: int = -1) -> NBXTensor
         raise NbxValueError(f"flatten: start_dim ({start_dim}) cannot come after end_dim ({end_dim})")
     if s == e:
         return self
-    shape = (*self._shape[:s], _numel(self._shape[s:e + 1]), *self._shape[e + 1:])
+    shape = (*self._shape[:s], _numel(self._shape[s : e + 1]), *self._shape[e + 1 :])
     return reshape(self, shape)
 
 
@@ -250,9 +251,7 @@ def narrow(self: NBXTensor, dim: int, start: int, length: int) -> NBXTensor:
     if start < 0:
         start += size
     if length < 0 or start + length > size:
-        raise IndexOutOfRangeError(
-            f"narrow: start ({start}) + length ({length}) exceeds dimension size ({size})"
-        )
+        raise IndexOutOfRangeError(f"narrow: start ({start}) + length ({length}) exceeds dimension size ({size})")
     return _slice_view(self, d, start, length, 1)
 
 
@@ -264,8 +263,7 @@ def _slice_view(self: NBXTensor, d: int, start: int, length: int, step: int) -> 
     return _view(self, shape, strides, offset)
 
 
-def slice(self: NBXTensor, dim: int = 0, start: int | None = None, end: int | None = None,
-          step: int = 1) -> NBXTensor:
+def slice(self: NBXTensor, dim: int = 0, start: int | None = None, end: int | None = None, step: int = 1) -> NBXTensor:
     """``x[start:end:step]`` along ``dim``: bounds clamp like Python slicing; step must be positive."""
     if self.ndim == 0:
         raise ShapeError("slice: cannot be applied to a 0-dim tensor")
@@ -295,13 +293,14 @@ def select(self: NBXTensor, dim: int, index: int) -> NBXTensor:
     if not -size <= index < size:
         raise IndexOutOfRangeError(f"select: index {index} is out of range for dim {d} of size {size}")
     index %= size
-    shape = self._shape[:d] + self._shape[d + 1:]
-    strides = self._strides[:d] + self._strides[d + 1:]
+    shape = self._shape[:d] + self._shape[d + 1 :]
+    strides = self._strides[:d] + self._strides[d + 1 :]
     return _view(self, shape, strides, self._offset + index * self._strides[d])
 
 
-def as_strided(self: NBXTensor, size: Sequence[int], stride: Sequence[int],
-               storage_offset: int | None = None) -> NBXTensor:
+def as_strided(
+    self: NBXTensor, size: Sequence[int], stride: Sequence[int], storage_offset: int | None = None
+) -> NBXTensor:
     """A view with explicit geometry; it must lie inside the storage."""
     shape = check_shape("as_strided", as_shape("as_strided", size))
     strides = tuple(as_shape("as_strided", stride, "stride"))
@@ -384,9 +383,7 @@ def split(self: NBXTensor, split_size: int | Sequence[int], dim: int = 0) -> tup
             raise NbxValueError(f"split: split_size can only be 0 if dim {d} has size 0, but it has {size}")
         return (alias(self),)
     pieces = max((size + split_size - 1) // split_size, 1)
-    return tuple(
-        _slice_view(self, d, i * split_size, min(split_size, size - i * split_size), 1) for i in range(pieces)
-    )
+    return tuple(_slice_view(self, d, i * split_size, min(split_size, size - i * split_size), 1) for i in range(pieces))
 
 
 def split_with_sizes(self: NBXTensor, split_sizes: Sequence[int], dim: int = 0) -> tuple[NBXTensor, ...]:

@@ -25,7 +25,21 @@ from .registrar import Provenance, Registrar
 from .registry import CORE_PLUGIN, Entry, PluginInfo, Registry, plugin_load_error
 
 __all__ = [
-    "CORE_PLUGIN", "ENTRY_POINT_GROUP", "DiscoveredPlugin", "Entry", "PluginInfo", "Provenance", "Registrar",
-    "Registry", "RegistryConfig", "discover_plugins", "get_registry", "load_registry", "parse_preferences",
-    "plugin_load_error", "reset_registry", "set_registry", "split_names",
+    "CORE_PLUGIN",
+    "ENTRY_POINT_GROUP",
+    "DiscoveredPlugin",
+    "Entry",
+    "PluginInfo",
+    "Provenance",
+    "Registrar",
+    "Registry",
+    "RegistryConfig",
+    "discover_plugins",
+    "get_registry",
+    "load_registry",
+    "parse_preferences",
+    "plugin_load_error",
+    "reset_registry",
+    "set_registry",
+    "split_names",
 ]

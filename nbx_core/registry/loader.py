@@ -222,8 +222,10 @@ def load_registry(
 
 def _check_names(config: RegistryConfig, known: Iterable[str]) -> None:
     known = set(known)
-    for names, source in ((config.disable, "NBX_DISABLE_PLUGINS / --disable-plugin"),
-                          (config.plugins, "NBX_PLUGINS / --plugins")):
+    for names, source in (
+        (config.disable, "NBX_DISABLE_PLUGINS / --disable-plugin"),
+        (config.plugins, "NBX_PLUGINS / --plugins"),
+    ):
         unknown = sorted(names - known)
         if unknown:
             raise RegistryConfigError(
@@ -261,9 +263,7 @@ def _load_one(registry: Registry, plugin: DiscoveredPlugin) -> None:
     except Exception as exc:  # a broken third-party module can raise anything at import
         reason = f"importing {plugin.entry_point.value} raised {type(exc).__name__}: {exc}"
         error = plugin_load_error(plugin.provenance, reason, exc)
-        registry.record_plugin(
-            PluginInfo(plugin.name, plugin.distribution, plugin.version, 0, "failed", error=error)
-        )
+        registry.record_plugin(PluginInfo(plugin.name, plugin.distribution, plugin.version, 0, "failed", error=error))
         return
     try:
         registry.add_plugin(plugin.name, module, plugin.distribution, plugin.version)

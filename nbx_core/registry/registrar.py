@@ -112,8 +112,7 @@ class Registrar:
         previous = self._pending.get(name)
         if previous is not None:
             raise DuplicateKernelError(
-                f"{where} registers {name} twice: -> {previous.display} and -> {display}; "
-                "register each name once"
+                f"{where} registers {name} twice: -> {previous.display} and -> {display}; register each name once"
             )
         self._pending[name] = Registration(name, self._provenance, target, display)
 
@@ -126,11 +125,14 @@ class Registrar:
         the matched nodes become one call of ``pattern.name``, an op this plugin (or another)
         registers with :meth:`register`."""
         if not isinstance(pattern, Pattern):
-            raise InvalidTargetError(f"{self._provenance}: register_pattern takes a Pattern "
-                                     f"(nbx_core.registry.patterns), got {type(pattern).__name__}")
+            raise InvalidTargetError(
+                f"{self._provenance}: register_pattern takes a Pattern "
+                f"(nbx_core.registry.patterns), got {type(pattern).__name__}"
+            )
         if any(p.pattern.structure() == pattern.structure() for p in self._patterns):
-            raise DuplicateKernelError(f"{self._provenance} registers the subgraph of pattern {pattern.name} twice; "
-                                       "register each pattern once")
+            raise DuplicateKernelError(
+                f"{self._provenance} registers the subgraph of pattern {pattern.name} twice; register each pattern once"
+            )
         self._patterns.append(PatternRegistration(pattern, self._provenance))
 
     def pending_patterns(self) -> list[PatternRegistration]:

@@ -234,8 +234,10 @@ class Registry:
         patterns, refused = self._resolve_patterns(problems)
         return _Resolution(active, conflicts, frozenset(preferred), tuple(problems), patterns, refused)
 
-    def _resolve_patterns(self, problems: list[RegistryError],
-                          ) -> tuple[tuple[PatternRegistration, ...], frozenset[int]]:
+    def _resolve_patterns(
+        self,
+        problems: list[RegistryError],
+    ) -> tuple[tuple[PatternRegistration, ...], frozenset[int]]:
         """The patterns in force: of those claiming one subgraph, the one a preference names (by its
         op and plugin), else none of them and a DuplicatePatternError among the problems."""
         by_structure: dict[str, list[PatternRegistration]] = {}
@@ -251,11 +253,14 @@ class Registry:
                 continue
             refused |= {id(p) for p in claims}
             listed = "; ".join(p.describe() for p in claims)
-            problems.append(DuplicatePatternError(
-                f"{len(claims)} fusion patterns claim the same subgraph ({claims[0].pattern.structure()}) and no "
-                f"preference chooses one: {listed}. NBX never picks one silently: prefer one by its op and plugin "
-                f"(NBX_PREFER={claims[0].pattern.name}={claims[0].provenance.plugin} or --prefer), or disable a "
-                "plugin"))
+            problems.append(
+                DuplicatePatternError(
+                    f"{len(claims)} fusion patterns claim the same subgraph ({claims[0].pattern.structure()}) and no "
+                    f"preference chooses one: {listed}. NBX never picks one silently: prefer one by its op and plugin "
+                    f"(NBX_PREFER={claims[0].pattern.name}={claims[0].provenance.plugin} or --prefer), or disable a "
+                    "plugin"
+                )
+            )
         return tuple(active), frozenset(refused)
 
     def patterns(self) -> list[Pattern]:
@@ -265,8 +270,10 @@ class Registry:
     def pattern_entries(self) -> list[tuple[PatternRegistration, str]]:
         """Every registered pattern with its status, "active" or "refused"; imports nothing."""
         refused = self._resolved().refused
-        return [(p, "refused" if id(p) in refused else "active")
-                for p in sorted(self._patterns, key=lambda p: (p.pattern.name, p.provenance.plugin))]
+        return [
+            (p, "refused" if id(p) in refused else "active")
+            for p in sorted(self._patterns, key=lambda p: (p.pattern.name, p.provenance.plugin))
+        ]
 
     def provides(self, pattern: Pattern) -> bool:
         """Whether ``pattern``'s op resolves to one kernel here (a pattern whose op does not is
@@ -361,7 +368,8 @@ class Registry:
                 install = f"\nInstall the missing distributions: pip install {' '.join(sorted(to_install))}"
             raise UnresolvedOpError(
                 f"{len(unresolved)} of {len(found) + len(unresolved)} required ops cannot be resolved:\n  "
-                + "\n  ".join(lines) + install
+                + "\n  ".join(lines)
+                + install
             )
         return found
 

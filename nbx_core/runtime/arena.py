@@ -23,8 +23,11 @@ def place(sizes: Sequence[int], lifetimes: Sequence[tuple[int, int]], align: int
     for i in order:
         size = -(-sizes[i] // align) * align
         start, end = lifetimes[i]
-        busy = sorted((offsets[j], offsets[j] + -(-sizes[j] // align) * align) for j in placed
-                      if lifetimes[j][0] < end and start < lifetimes[j][1])
+        busy = sorted(
+            (offsets[j], offsets[j] + -(-sizes[j] // align) * align)
+            for j in placed
+            if lifetimes[j][0] < end and start < lifetimes[j][1]
+        )
         offset = 0
         for lo, hi in busy:
             if offset + size <= lo:

@@ -53,16 +53,26 @@ def launch(kernel: Any, grid: Sequence[int], args: Sequence[Any], kwargs: dict[s
 def _language_problem(kernel: Any, error: str) -> str | None:
     """What in the kernel's modules made the interpreter fail with ``error``, if it is a known trap."""
     if "triton.language must be visible" in error:
-        return ("a @triton.jit function it calls is defined in a module that does not import triton.language, "
-                "which Triton's interpreter (the cpu backend) needs there: add `import triton.language as tl` "
-                "to that module")
+        return (
+            "a @triton.jit function it calls is defined in a module that does not import triton.language, "
+            "which Triton's interpreter (the cpu backend) needs there: add `import triton.language as tl` "
+            "to that module"
+        )
     if "_semantic" in error:
-        imported = sorted({f"{ns['__name__']}.{name}" for ns in _namespaces(kernel) for name, v in ns.items()
-                           if tl.core.is_builtin(v) and getattr(tl, name, None) is v})
+        imported = sorted(
+            {
+                f"{ns['__name__']}.{name}"
+                for ns in _namespaces(kernel)
+                for name, v in ns.items()
+                if tl.core.is_builtin(v) and getattr(tl, name, None) is v
+            }
+        )
         if imported:
-            return (f"Triton's interpreter (the cpu backend) cannot run functions imported by name from "
-                    f"triton.language ({', '.join(imported)}): call them through the module, as tl.load(...) "
-                    "after `import triton.language as tl`")
+            return (
+                f"Triton's interpreter (the cpu backend) cannot run functions imported by name from "
+                f"triton.language ({', '.join(imported)}): call them through the module, as tl.load(...) "
+                "after `import triton.language as tl`"
+            )
     return None
 
 
@@ -95,9 +105,16 @@ def _method(helper: InterpretedFunction) -> Any:
 
 
 def _interpreted(fn: JITFunction) -> InterpretedFunction:
-    return InterpretedFunction(fn.fn, version=fn.version, do_not_specialize=fn.do_not_specialize,
-                               do_not_specialize_on_alignment=fn.do_not_specialize_on_alignment, debug=fn.debug,
-                               noinline=fn.noinline, repr=fn._repr, launch_metadata=fn.launch_metadata)
+    return InterpretedFunction(
+        fn.fn,
+        version=fn.version,
+        do_not_specialize=fn.do_not_specialize,
+        do_not_specialize_on_alignment=fn.do_not_specialize_on_alignment,
+        debug=fn.debug,
+        noinline=fn.noinline,
+        repr=fn._repr,
+        launch_metadata=fn.launch_metadata,
+    )
 
 
 def make_language_visible(kernel: Any) -> None:

@@ -81,8 +81,9 @@ def build(launcher: Launcher) -> None:
     metadata["target"] = GPUTarget(target["backend"], target["arch"], target["warp_size"])
     fields = namedtuple("KernelMetadata", sorted(metadata))(**metadata)
     # The parts of Triton's ASTSource a launcher reads: its types; constexprs are in them already.
-    source = SimpleNamespace(signature=dict(launcher.signature), constants={},
-                             fn=SimpleNamespace(arg_names=list(launcher.signature)))
+    source = SimpleNamespace(
+        signature=dict(launcher.signature), constants={}, fn=SimpleNamespace(arg_names=list(launcher.signature))
+    )
     triton.runtime.driver.active.launcher_cls(source, fields)
 
 
@@ -121,8 +122,9 @@ def _driver_ready() -> bool:
 
 def start(todo: Sequence[Launcher]) -> Warmup:
     """Build ``todo`` with :func:`build` on a pool of up to ``os.cpu_count()`` threads."""
-    pool = ThreadPoolExecutor(max_workers=max(1, min(len(todo), os.cpu_count() or 1)),
-                              thread_name_prefix="nbx-launchers")
+    pool = ThreadPoolExecutor(
+        max_workers=max(1, min(len(todo), os.cpu_count() or 1)), thread_name_prefix="nbx-launchers"
+    )
     futures = [pool.submit(_quietly, launcher) for launcher in todo]
     pool.shutdown(wait=False)
     return Warmup(futures)
@@ -132,5 +134,8 @@ def _quietly(launcher: Launcher) -> None:
     try:
         build(launcher)
     except Exception:
-        log.debug("bundled kernel %s: host launcher not built ahead; it is built at its first launch",
-                  launcher.kernel, exc_info=True)
+        log.debug(
+            "bundled kernel %s: host launcher not built ahead; it is built at its first launch",
+            launcher.kernel,
+            exc_info=True,
+        )

@@ -202,10 +202,14 @@ def _report_miss() -> None:
         return
     _pending.value = None
     current, kernel, args, kwargs = pending
-    message = (f"{current.graph}: {describe(kernel, args, kwargs)} is not in the graph's kernel bundle for "
-               f"{current.target}, so Triton compiles it now, for a run on {current.inputs}")
-    fix = (f"to bundle it, run nbx compile {current.graph} --target {current.target} with this run's sizes of its "
-           "symbolic dims (--dim NAME=SIZE,...), under the Triton and NBX of this process")
+    message = (
+        f"{current.graph}: {describe(kernel, args, kwargs)} is not in the graph's kernel bundle for "
+        f"{current.target}, so Triton compiles it now, for a run on {current.inputs}"
+    )
+    fix = (
+        f"to bundle it, run nbx compile {current.graph} --target {current.target} with this run's sizes of its "
+        "symbolic dims (--dim NAME=SIZE,...), under the Triton and NBX of this process"
+    )
     if current.require:
         raise BundleError(f"{message}; NBX_REQUIRE_BUNDLE=1 forbids compiling at run time: {fix}")
     warnings.warn(f"{message}: {fix}", BundleWarning, stacklevel=2)
@@ -294,9 +298,11 @@ def compiled(compiled_kernel: Any) -> None:
         signature={name: plain(kind) for name, kind in src.signature.items()},
         constexprs={_path_name(names, path): plain(value) for path, value in sorted(src.constants.items())},
         attrs={_path_name(names, path): plain(value) for path, value in sorted(src.attrs.items()) if value},
-        num_warps=meta.num_warps, num_stages=meta.num_stages, num_ctas=meta.num_ctas, shared=meta.shared,
-        files={json_name: compiled_kernel.metadata_group[json_name],
-               binary: compiled_kernel.metadata_group[binary]},
+        num_warps=meta.num_warps,
+        num_stages=meta.num_stages,
+        num_ctas=meta.num_ctas,
+        shared=meta.shared,
+        files={json_name: compiled_kernel.metadata_group[json_name], binary: compiled_kernel.metadata_group[binary]},
     )
     if _on_variant is not None:
         _on_variant(found[compiled_kernel.hash])

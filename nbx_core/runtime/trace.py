@@ -138,8 +138,9 @@ class Recorder:
     def allocated(self, storage: Any, zero: bool) -> None:
         if storage.nbytes == 0:
             return
-        index = self._new(storage, StorageInfo("temp", storage.nbytes, storage.device, start=len(self.trace.ops),
-                                               zero=zero))
+        index = self._new(
+            storage, StorageInfo("temp", storage.nbytes, storage.device, start=len(self.trace.ops), zero=zero)
+        )
         key = id(storage)
         self._live_temps[index] = weakref.ref(storage, lambda _: self._freed(index, key))
         if zero:

@@ -128,8 +128,11 @@ def kernel_clock(fn: Callable[[], Any], reps: int) -> float:
         elapsed = getattr(driver, "cuEventElapsedTime_v2", None) or driver.cuEventElapsedTime
         ms = _cuda.check(elapsed(events[0], events[1]), "cuEventElapsedTime")
     except Exception as exc:  # the host clock still ranks long kernels correctly
-        warnings.warn(f"tuning: GPU event timing failed ({type(exc).__name__}: {exc}); timing on the host clock, "
-                      "which counts the launch of kernels shorter than it", stacklevel=2)
+        warnings.warn(
+            f"tuning: GPU event timing failed ({type(exc).__name__}: {exc}); timing on the host clock, "
+            "which counts the launch of kernels shorter than it",
+            stacklevel=2,
+        )
         return wall_clock(fn, reps)
     finally:
         for event in events:
@@ -137,8 +140,9 @@ def kernel_clock(fn: Callable[[], Any], reps: int) -> float:
     return float(ms) / 1e3 / reps
 
 
-def measure(case: Case, reps: int = 20,
-            timer: Callable[[Callable[[], Any], int], float] = kernel_clock) -> list[Timing]:
+def measure(
+    case: Case, reps: int = 20, timer: Callable[[Callable[[], Any], int], float] = kernel_clock
+) -> list[Timing]:
     """Every candidate of ``case`` timed by ``timer``."""
     out = []
     for config in case.candidates:
@@ -183,11 +187,11 @@ def choose(tunable: Tunable, timed: Sequence[tuple[Case, Sequence[Timing]]]) -> 
         totals = {f: v for f, v in totals.items() if counts[f] == len(group)}
         if not totals:
             errors = [t.error for _, timings in group for t in timings if t.error]
-            raise NbxValueError(f"tuning {tunable.name} {text}: no candidate ran in every case on this GPU: "
-                                + "; ".join(errors[:3]))
+            raise NbxValueError(
+                f"tuning {tunable.name} {text}: no candidate ran in every case on this GPU: " + "; ".join(errors[:3])
+            )
         best = min(totals, key=totals.__getitem__)
-        out.append(Choice(tunable.key(*group[0][0].args), [c for c, _ in group], configs[best], totals[best],
-                          totals))
+        out.append(Choice(tunable.key(*group[0][0].args), [c for c, _ in group], configs[best], totals[best], totals))
     return out
 
 
@@ -196,17 +200,22 @@ def require_gpu(what: str) -> None:
     from .. import backend
 
     if backend.current() != "cuda":
-        raise BackendError(f"{what}: tuning needs the cuda backend (a GPU), this process runs on "
-                           f"{backend.current()!r}; run it on the GPU you tune for")
+        raise BackendError(
+            f"{what}: tuning needs the cuda backend (a GPU), this process runs on "
+            f"{backend.current()!r}; run it on the GPU you tune for"
+        )
 
 
-def tune(sweep: Sweep, shapes: Sequence[Shape] | None = None, dtype: str | None = None,
-         reps: int = 20) -> list[Choice]:
+def tune(sweep: Sweep, shapes: Sequence[Shape] | None = None, dtype: str | None = None, reps: int = 20) -> list[Choice]:
     """Time every candidate of ``sweep`` at ``shapes`` (default: the sweep's) in ``dtype`` (default:
     the sweep's dtypes) and store each key's choice in the user cache. Needs the cuda backend."""
     require_gpu(f"tuning {sweep.tunable.plugin}.{sweep.tunable.name}")
-    timed = [(case, measure(case, reps)) for shape in shapes or sweep.shapes
-             for dt in ([dtype] if dtype else sweep.dtypes) for case in sweep.cases(tuple(shape), dt)]
+    timed = [
+        (case, measure(case, reps))
+        for shape in shapes or sweep.shapes
+        for dt in ([dtype] if dtype else sweep.dtypes)
+        for case in sweep.cases(tuple(shape), dt)
+    ]
     chosen = choose(sweep.tunable, timed)
     for c in chosen:
         source = f"nbx tune on {arch()}, {date.today().isoformat()}: {c.seconds * 1e3:.4f} ms over {len(c.cases)} cases"

@@ -45,8 +45,12 @@ Config = dict[str, int]
 KINDS = ("pow2", "count", "count0", "flag")
 """Parameter kinds: a power of two; an integer of at least 1; of at least 0; 0 or 1."""
 
-_KIND_TEXT = {"pow2": "a power of two", "count": "an integer of at least 1", "count0": "an integer of at least 0",
-              "flag": "0 or 1"}
+_KIND_TEXT = {
+    "pow2": "a power of two",
+    "count": "an integer of at least 1",
+    "count0": "an integer of at least 0",
+    "flag": "0 or 1",
+}
 
 
 def bucket(n: int, least: int = 1) -> int:
@@ -97,8 +101,9 @@ class Key:
 
     def text(self, full: bool = True) -> str:
         """The key's text; without ``full``, without its optional fields."""
-        return ":".join(v if isinstance(v, str) else f"{k}{v}" for k, v in self.fields.items()
-                        if full or k not in self.optional)
+        return ":".join(
+            v if isinstance(v, str) else f"{k}{v}" for k, v in self.fields.items() if full or k not in self.optional
+        )
 
     def texts(self) -> tuple[str, ...]:
         """The texts a table is searched for, most specific first."""
@@ -141,11 +146,14 @@ class _Files:
             for path in sorted(folder.glob("*.json")):
                 data = _read(path, f"{plugin}'s tuning table")
                 if not isinstance(data.get("arch"), str) or not isinstance(data.get("kernels"), dict):
-                    raise NbxValueError(f"tuning table {path}: needs \"arch\" (e.g. \"sm_90\") and \"kernels\" "
-                                        "(kernel name -> shapes and rules); fix the file or reinstall the plugin")
+                    raise NbxValueError(
+                        f'tuning table {path}: needs "arch" (e.g. "sm_90") and "kernels" '
+                        "(kernel name -> shapes and rules); fix the file or reinstall the plugin"
+                    )
                 if data["arch"] in found:
-                    raise NbxValueError(f"tuning tables {found[data['arch']][0]} and {path} are both for "
-                                        f"{data['arch']}: keep one")
+                    raise NbxValueError(
+                        f"tuning tables {found[data['arch']][0]} and {path} are both for {data['arch']}: keep one"
+                    )
                 found[data["arch"]] = (path, data)
             self.tables[folder] = found
         return self.tables[folder].get(want)
@@ -196,9 +204,19 @@ class Tunable:
     configuration is still unusable, or None. ``tables`` is the folder of the plugin's tables.
     """
 
-    def __init__(self, plugin: str, name: str, params: Mapping[str, str], *, key: Callable[..., Key],
-                 rule: Callable[..., Config], interpreter: Callable[..., Config], tables: Path | None = None,
-                 optional: Iterable[str] = (), check: Callable[[Config], str | None] | None = None) -> None:
+    def __init__(
+        self,
+        plugin: str,
+        name: str,
+        params: Mapping[str, str],
+        *,
+        key: Callable[..., Key],
+        rule: Callable[..., Config],
+        interpreter: Callable[..., Config],
+        tables: Path | None = None,
+        optional: Iterable[str] = (),
+        check: Callable[[Config], str | None] | None = None,
+    ) -> None:
         bad = {p: k for p, k in params.items() if k not in KINDS}
         if bad:
             raise NbxValueError(f"tunable {plugin}.{name}: parameter kinds {bad} are not among {KINDS}")
@@ -217,9 +235,12 @@ class Tunable:
     def check(self, config: Any, where: str) -> Config:
         """A copy of ``config`` if it is a well-formed configuration, else an NbxValueError that
         names ``where`` it came from."""
+
         def bad(why: str) -> NbxValueError:
-            return NbxValueError(f"{self.plugin}.{self.name} configuration {where}: {why}; fix or delete the "
-                                 f"entry (`nbx tune --family {self.plugin}` writes well-formed ones), got {config!r}")
+            return NbxValueError(
+                f"{self.plugin}.{self.name} configuration {where}: {why}; fix or delete the "
+                f"entry (`nbx tune --family {self.plugin}` writes well-formed ones), got {config!r}"
+            )
 
         if not isinstance(config, dict):
             raise bad("must be a JSON object")
@@ -231,8 +252,12 @@ class Tunable:
             kind = self.params[name]
             if isinstance(value, bool) or not isinstance(value, int):
                 raise bad(f"{name} must be an integer")
-            if (kind == "pow2" and (value < 1 or value & (value - 1))) or (kind == "count" and value < 1) \
-                    or (kind == "count0" and value < 0) or (kind == "flag" and value not in (0, 1)):
+            if (
+                (kind == "pow2" and (value < 1 or value & (value - 1)))
+                or (kind == "count" and value < 1)
+                or (kind == "count0" and value < 0)
+                or (kind == "flag" and value not in (0, 1))
+            ):
                 raise bad(f"{name} must be {_KIND_TEXT[kind]}")
         why = self._check(config) if self._check else None
         if why:
@@ -242,8 +267,9 @@ class Tunable:
     def choose(self, config: Mapping[str, int] | None, *args: Any, skip: tuple[str, ...] = ()) -> Config:
         """``config`` when given (checked: a launcher's ``config=``), else :meth:`lookup`."""
         if config is not None:
-            return self.check(dict(config) if isinstance(config, Mapping) else config,
-                              f"passed as config= to {self.name}")
+            return self.check(
+                dict(config) if isinstance(config, Mapping) else config, f"passed as config= to {self.name}"
+            )
         return self.lookup(*args, skip=skip)
 
     # -- lookup -----------------------------------------------------------------------------------
@@ -270,8 +296,9 @@ class Tunable:
             cached = _files.cache(path).get(target, {})
             table = _files.table(self.tables, target, self.plugin) if self.tables else None
         if not isinstance(cached, dict):
-            raise NbxValueError(f"tuning cache {path}: the entry of {target!r} must be a JSON object: fix or "
-                                "delete the file")
+            raise NbxValueError(
+                f"tuning cache {path}: the entry of {target!r} must be a JSON object: fix or delete the file"
+            )
         found = self._exact(cached.get(self.name, {}), key, path, skip, needs_source=False)
         if found:
             return found
@@ -291,11 +318,13 @@ class Tunable:
                     return config, where
         return self.check(self.rule(*args), "of its rule"), "rule"
 
-    def _exact(self, shapes: Any, key: Key, file: Path, skip: tuple[str, ...],
-               needs_source: bool) -> tuple[Config, str] | None:
+    def _exact(
+        self, shapes: Any, key: Key, file: Path, skip: tuple[str, ...], needs_source: bool
+    ) -> tuple[Config, str] | None:
         if not isinstance(shapes, dict):
-            raise NbxValueError(f"{self.plugin}.{self.name} entries in {file} must be a JSON object of key -> "
-                                "entry: fix or delete them")
+            raise NbxValueError(
+                f"{self.plugin}.{self.name} entries in {file} must be a JSON object of key -> entry: fix or delete them"
+            )
         for text in key.texts():
             if text in shapes:
                 where = f"{text!r} in {file}"
@@ -306,11 +335,14 @@ class Tunable:
 
     def _entry(self, entry: Any, where: str, needs_source: bool) -> Config:
         if not isinstance(entry, dict) or "config" not in entry:
-            raise NbxValueError(f"{self.plugin}.{self.name} entry {where}: must be a JSON object with \"config\" "
-                                f"and \"source\"; fix or delete the entry, got {entry!r}")
+            raise NbxValueError(
+                f'{self.plugin}.{self.name} entry {where}: must be a JSON object with "config" '
+                f'and "source"; fix or delete the entry, got {entry!r}'
+            )
         if needs_source and not isinstance(entry.get("source"), str):
-            raise NbxValueError(f"{self.plugin}.{self.name} entry {where}: needs \"source\", the results file "
-                                "that justifies it")
+            raise NbxValueError(
+                f'{self.plugin}.{self.name} entry {where}: needs "source", the results file that justifies it'
+            )
         return self.check(entry["config"], where)
 
     # -- writing ----------------------------------------------------------------------------------
@@ -319,8 +351,9 @@ class Tunable:
         this process's architecture); returns the file. Later lookups here and in new processes read it."""
         target = target or arch()
         if target is None:
-            raise BackendError(f"{self.plugin}.{self.name}: tuning needs a GPU (the cuda backend); the "
-                               "interpreter reads no tables")
+            raise BackendError(
+                f"{self.plugin}.{self.name}: tuning needs a GPU (the cuda backend); the interpreter reads no tables"
+            )
         config = self.check(dict(config), f"for {key.text()!r}")
         path = cache_path(self.plugin)
         with _files.lock:

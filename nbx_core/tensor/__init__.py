@@ -9,5 +9,13 @@ argument checks of op wrappers in :mod:`nbx_core.tensor.args`.
 from .args import check_device
 from .core import ZERO_NEW, NBXTensor, empty_tensor, from_dlpack, from_numpy, new_storage, tensor
 
-__all__ = ["ZERO_NEW", "NBXTensor", "check_device", "empty_tensor", "from_dlpack", "from_numpy", "new_storage",
-           "tensor"]
+__all__ = [
+    "ZERO_NEW",
+    "NBXTensor",
+    "check_device",
+    "empty_tensor",
+    "from_dlpack",
+    "from_numpy",
+    "new_storage",
+    "tensor",
+]

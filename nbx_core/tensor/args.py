@@ -24,11 +24,37 @@ from ..shape import broadcast_shapes, wrap_dim, wrap_dims
 from .core import NBXTensor
 
 __all__ = [
-    "BOOL", "COMPLEX", "FLOAT8", "FLOATING", "INDEX", "INTEGRAL", "REAL",
-    "Number", "Operand", "broadcast_shapes", "check_broadcasts_to", "check_device", "check_dtype",
-    "check_min_ndim", "check_ndim", "describe", "dtype_arg", "dtype_of", "int_arg", "int_list", "non_negative",
-    "number_arg", "operand", "optional_tensor", "out_arg", "positive", "probability", "same_dtype", "tensor_arg",
-    "wrap_dim", "wrap_dims",
+    "BOOL",
+    "COMPLEX",
+    "FLOAT8",
+    "FLOATING",
+    "INDEX",
+    "INTEGRAL",
+    "REAL",
+    "Number",
+    "Operand",
+    "broadcast_shapes",
+    "check_broadcasts_to",
+    "check_device",
+    "check_dtype",
+    "check_min_ndim",
+    "check_ndim",
+    "describe",
+    "dtype_arg",
+    "dtype_of",
+    "int_arg",
+    "int_list",
+    "non_negative",
+    "number_arg",
+    "operand",
+    "optional_tensor",
+    "out_arg",
+    "positive",
+    "probability",
+    "same_dtype",
+    "tensor_arg",
+    "wrap_dim",
+    "wrap_dims",
 ]
 
 Number = bool | int | float
@@ -81,13 +107,22 @@ def _cast_hint(dtypes: Collection[D.DType]) -> str:
     return f"cast it with .to({_names(dtypes)[0]}) first"
 
 
-def tensor_arg(op: str, value: Any, arg: str = "self", *, dtypes: Collection[D.DType] | None = None,
-               ndim: int | Collection[int] | None = None, min_ndim: int = 0) -> NBXTensor:
+def tensor_arg(
+    op: str,
+    value: Any,
+    arg: str = "self",
+    *,
+    dtypes: Collection[D.DType] | None = None,
+    ndim: int | Collection[int] | None = None,
+    min_ndim: int = 0,
+) -> NBXTensor:
     """``value`` as an NBXTensor (of one of ``dtypes``, with one of the ranks ``ndim`` or at least
     ``min_ndim`` dims, when given)."""
     if not isinstance(value, NBXTensor):
-        raise NbxTypeError(f"{op}: {arg} must be a tensor, got {type(value).__name__}: pass an NBXTensor "
-                           "(nbx_core.tensor(...) makes one)")
+        raise NbxTypeError(
+            f"{op}: {arg} must be a tensor, got {type(value).__name__}: pass an NBXTensor "
+            "(nbx_core.tensor(...) makes one)"
+        )
     if dtypes is not None:
         check_dtype(op, value, arg, dtypes)
     if ndim is not None:
@@ -95,8 +130,15 @@ def tensor_arg(op: str, value: Any, arg: str = "self", *, dtypes: Collection[D.D
     return check_min_ndim(op, value, arg, min_ndim)
 
 
-def optional_tensor(op: str, value: Any, arg: str, *, dtypes: Collection[D.DType] | None = None,
-                    ndim: int | Collection[int] | None = None, min_ndim: int = 0) -> NBXTensor | None:
+def optional_tensor(
+    op: str,
+    value: Any,
+    arg: str,
+    *,
+    dtypes: Collection[D.DType] | None = None,
+    ndim: int | Collection[int] | None = None,
+    min_ndim: int = 0,
+) -> NBXTensor | None:
     """``value`` as an NBXTensor as :func:`tensor_arg` checks it, or None."""
     if value is None:
         return None
@@ -111,8 +153,10 @@ def check_dtype(op: str, t: Operand, arg: str, dtypes: Collection[D.DType], *, f
     if dtype_of(t) in dtypes:
         return t
     if not isinstance(t, NBXTensor):
-        raise NbxTypeError(f"{op}: {arg} is the {type(t).__name__} {t!r}, expected {describe(dtypes)} values: "
-                           f"{fix or 'pass one of those'}")
+        raise NbxTypeError(
+            f"{op}: {arg} is the {type(t).__name__} {t!r}, expected {describe(dtypes)} values: "
+            f"{fix or 'pass one of those'}"
+        )
     raise NbxTypeError(f"{op}: {arg} has dtype {t.dtype}, expected {describe(dtypes)}: {fix or _cast_hint(dtypes)}")
 
 
@@ -132,8 +176,10 @@ def same_dtype(op: str, *named: tuple[str, NBXTensor]) -> D.DType:
     for name, t in named[1:]:
         if t.dtype is not first.dtype:
             every = _listed([n for n, _ in named], "and") if len(named) <= 4 else "they"
-            raise NbxTypeError(f"{op}: {name} has dtype {t.dtype} but {first_name} has {first.dtype}: {every} "
-                               "must have the same dtype, cast them to one dtype")
+            raise NbxTypeError(
+                f"{op}: {name} has dtype {t.dtype} but {first_name} has {first.dtype}: {every} "
+                "must have the same dtype, cast them to one dtype"
+            )
     return first.dtype
 
 
@@ -152,16 +198,18 @@ def check_ndim(op: str, t: NBXTensor, arg: str, ndim: int | Collection[int], wha
     (``"a matrix (2-D)"``, ``"(N, C, H, W)"``)."""
     ndims = (ndim,) if isinstance(ndim, int) else tuple(ndim)
     if t.ndim not in ndims:
-        raise ShapeError(f"{op}: {arg} must be {what or _rank(ndims)}, got a {t.ndim}-D tensor of shape "
-                         f"{list(t.shape)}")
+        raise ShapeError(
+            f"{op}: {arg} must be {what or _rank(ndims)}, got a {t.ndim}-D tensor of shape {list(t.shape)}"
+        )
     return t
 
 
 def check_min_ndim(op: str, t: NBXTensor, arg: str, n: int, what: str = "") -> NBXTensor:
     """``t`` when it has at least ``n`` dims (``what`` names them, ``"(..., L, S)"``)."""
     if t.ndim < n:
-        raise ShapeError(f"{op}: {arg} must have at least {n} dims{' ' + what if what else ''}, got shape "
-                         f"{list(t.shape)}")
+        raise ShapeError(
+            f"{op}: {arg} must have at least {n} dims{' ' + what if what else ''}, got shape {list(t.shape)}"
+        )
     return t
 
 
@@ -174,8 +222,9 @@ def check_device(op: str, *tensors: Any) -> Device:
         if dev is None:
             dev = t.device
         elif t.device != dev:
-            raise DeviceError(f"{op}: expected all tensors on one device, got {dev} and {t.device}: "
-                              "move them with .to(device) first")
+            raise DeviceError(
+                f"{op}: expected all tensors on one device, got {dev} and {t.device}: move them with .to(device) first"
+            )
     return dev if dev is not None else CPU
 
 
@@ -193,8 +242,10 @@ def out_arg(op: str, out: Any, shape: Sequence[int], dtype: D.DType) -> NBXTenso
     tensor_arg(op, out, "out")
     if tuple(out.shape) != tuple(shape) or out.dtype is not dtype:
         error = ShapeError if tuple(out.shape) != tuple(shape) else NbxTypeError
-        raise error(f"{op}: out is a {out.dtype} tensor of shape {list(out.shape)}, but the result is "
-                    f"{dtype} of shape {list(shape)}: pass an out of that shape and dtype")
+        raise error(
+            f"{op}: out is a {out.dtype} tensor of shape {list(out.shape)}, but the result is "
+            f"{dtype} of shape {list(shape)}: pass an out of that shape and dtype"
+        )
     return out
 
 

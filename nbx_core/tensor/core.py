@@ -35,8 +35,7 @@ class NBXTensor(TensorMethods):
     __slots__ = ("_storage", "_shape", "_strides", "_offset", "dtype", "__weakref__")
     __array_priority__ = 1000
 
-    def __init__(self, storage: Any, shape: Sequence[int], strides: Sequence[int], offset: int,
-                 dtype: D.DType) -> None:
+    def __init__(self, storage: Any, shape: Sequence[int], strides: Sequence[int], offset: int, dtype: D.DType) -> None:
         self._storage = storage
         self._shape = tuple(shape)
         self._strides = tuple(strides)
@@ -116,13 +115,17 @@ class NBXTensor(TensorMethods):
         lo = self._offset + sum(min(0, st * (s - 1)) for s, st in zip(self._shape, self._strides, strict=True))
         hi = self._offset + sum(max(0, st * (s - 1)) for s, st in zip(self._shape, self._strides, strict=True))
         if lo < 0 or (hi + 1) * item > self._storage.nbytes:
-            raise NbxValueError(f"tensor view (offset {self._offset}, strides {self._strides}) lies outside "
-                                f"its storage of {self._storage.nbytes} bytes")
+            raise NbxValueError(
+                f"tensor view (offset {self._offset}, strides {self._strides}) lies outside "
+                f"its storage of {self._storage.nbytes} bytes"
+            )
         # as_strided goes through __array_interface__, which cannot spell ml_dtypes' float8 types:
         # stride a same-width integer view, then reinterpret.
         raw = self._storage.array[: self._storage.nbytes].view(f"u{item}")
         out = np.lib.stride_tricks.as_strided(
-            raw[self._offset:], shape=self._shape, strides=tuple(s * item for s in self._strides),
+            raw[self._offset :],
+            shape=self._shape,
+            strides=tuple(s * item for s in self._strides),
             writeable=True,
         )
         return out.view(self.dtype.np)
@@ -164,8 +167,9 @@ class NBXTensor(TensorMethods):
     def __dlpack_device__(self) -> tuple[int, int]:
         return dlpack.dlpack_device(self)
 
-    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
-                   copy: Any = None) -> Any:
+    def __dlpack__(
+        self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: Any = None
+    ) -> Any:
         events.on_export(self._storage)
         return dlpack.to_dlpack(self, stream=stream, max_version=max_version)
 
@@ -229,8 +233,7 @@ class NBXTensor(TensorMethods):
         call("aten::index_put_", view, _index_list(advanced), value)
 
 
-def empty_tensor(shape: Sequence[int], dtype: D.DType, device: Device | None = None,
-                 zero: bool = False) -> NBXTensor:
+def empty_tensor(shape: Sequence[int], dtype: D.DType, device: Device | None = None, zero: bool = False) -> NBXTensor:
     """A new contiguous tensor with unspecified values (zeros when ``zero``)."""
     dev = device if device is not None else CPU
     shape = tuple(shape)
@@ -334,7 +337,7 @@ def _expand_key(self: NBXTensor, key: Any) -> list[Any]:
         raise IndexOutOfRangeError(f"too many indices for a tensor of dimension {self.ndim}")
     if Ellipsis in [k for k in items if not isinstance(k, NBXTensor)]:
         i = next(i for i, k in enumerate(items) if k is Ellipsis)
-        items[i:i + 1] = [slice(None)] * (self.ndim - consumed)
+        items[i : i + 1] = [slice(None)] * (self.ndim - consumed)
     else:
         items += [slice(None)] * (self.ndim - consumed)
     return items
@@ -360,8 +363,9 @@ def _basic(self: NBXTensor, key: Any) -> tuple[NBXTensor, list[Any] | None]:
             advanced.append(tensor([k], device=self.device))
             has_adv = True
             dim += 1
-        elif isinstance(k, int) or (isinstance(k, NBXTensor) and k.ndim == 0 and k.dtype.kind in "iu"
-                                    and k.device.type == "cpu"):
+        elif isinstance(k, int) or (
+            isinstance(k, NBXTensor) and k.ndim == 0 and k.dtype.kind in "iu" and k.device.type == "cpu"
+        ):
             out = call("aten::select.int", out, dim, int(k))
         elif isinstance(k, NBXTensor | list | tuple):
             t = k if isinstance(k, NBXTensor) else tensor(k, device=self.device)
@@ -376,8 +380,9 @@ def _basic(self: NBXTensor, key: Any) -> tuple[NBXTensor, list[Any] | None]:
                 dim += 1
             has_adv = True
         else:
-            raise NbxTypeError(f"cannot index a tensor with {type(k).__name__}: use ints, slices, None, "
-                               "Ellipsis, lists or tensors")
+            raise NbxTypeError(
+                f"cannot index a tensor with {type(k).__name__}: use ints, slices, None, Ellipsis, lists or tensors"
+            )
     return out, (advanced if has_adv else None)
 
 

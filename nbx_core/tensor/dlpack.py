@@ -16,9 +16,19 @@ from ..errors import DeviceError, NbxError, NbxTypeError
 
 _CPU, _CUDA = 1, 2
 _CODES = {  # DLDataTypeCode per NBX dtype
-    "bool": 6, "uint8": 1, "int8": 0, "int16": 0, "int32": 0, "int64": 0,
-    "float16": 2, "bfloat16": 4, "float32": 2, "float64": 2, "complex64": 5,
-    "float8_e4m3fn": 10, "float8_e5m2": 12,
+    "bool": 6,
+    "uint8": 1,
+    "int8": 0,
+    "int16": 0,
+    "int32": 0,
+    "int64": 0,
+    "float16": 2,
+    "bfloat16": 4,
+    "float32": 2,
+    "float64": 2,
+    "complex64": 5,
+    "float8_e4m3fn": 10,
+    "float8_e5m2": 12,
 }
 _FROM_CODE = {(code, D.from_name(name).itemsize * 8): D.from_name(name) for name, code in _CODES.items()}
 
@@ -33,8 +43,12 @@ class _DLDataType(ctypes.Structure):
 
 class _DLTensor(ctypes.Structure):
     _fields_ = [
-        ("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int), ("dtype", _DLDataType),
-        ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("data", ctypes.c_void_p),
+        ("device", _DLDevice),
+        ("ndim", ctypes.c_int),
+        ("dtype", _DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
         ("byte_offset", ctypes.c_uint64),
     ]
 
@@ -72,8 +86,9 @@ def _release(address: int, _pop: Any = _exported.pop) -> None:
     _pop(address, None)
 
 
-def _capsule_destructor(capsule: int, _valid: Any = _dying_capsule_valid, _pointer: Any = _dying_capsule_pointer,
-                        _pop: Any = _exported.pop) -> None:
+def _capsule_destructor(
+    capsule: int, _valid: Any = _dying_capsule_valid, _pointer: Any = _dying_capsule_pointer, _pop: Any = _exported.pop
+) -> None:
     # An unconsumed capsule still owns its tensor; a consumed one was renamed "used_dltensor".
     if _valid(capsule, b"dltensor"):
         _pop(_pointer(capsule, b"dltensor"), None)
@@ -165,7 +180,10 @@ class _HostBytes:
     def __init__(self, storage: _DLStorage) -> None:
         self.storage = storage
         self.__array_interface__ = {
-            "shape": (storage.nbytes,), "typestr": "|u1", "data": (storage.ptr or 0, False), "version": 3,
+            "shape": (storage.nbytes,),
+            "typestr": "|u1",
+            "data": (storage.ptr or 0, False),
+            "version": 3,
         }
 
 
@@ -196,8 +214,9 @@ def _layout(dl: _DLTensor) -> tuple[D.DType, Device, tuple[int, ...], tuple[int,
     """The dtype, device, shape and strides of a DLTensor, or an error naming what NBX cannot hold."""
     key = (dl.dtype.code, dl.dtype.bits)
     if key not in _FROM_CODE or dl.dtype.lanes != 1:
-        raise NbxTypeError(f"from_dlpack: DLPack dtype code {dl.dtype.code} with {dl.dtype.bits} bits has no "
-                           "NBX equivalent")
+        raise NbxTypeError(
+            f"from_dlpack: DLPack dtype code {dl.dtype.code} with {dl.dtype.bits} bits has no NBX equivalent"
+        )
     if dl.device.device_type == _CPU:
         device = CPU
     elif dl.device.device_type == _CUDA:

@@ -54,8 +54,10 @@ def fake_outputs(name, *args, **kwargs):
     """torch's meta results of a CUDA-only op for these arguments (shapes, dtypes, strides)."""
     op = getattr(torch.ops.aten, name.removeprefix("aten::"))
     with FakeTensorMode():
-        fake = [torch.empty_strided(a.shape, a.stride(), dtype=a.dtype, device="cuda")
-                if isinstance(a, torch.Tensor) else a for a in args]
+        fake = [
+            torch.empty_strided(a.shape, a.stride(), dtype=a.dtype, device="cuda") if isinstance(a, torch.Tensor) else a
+            for a in args
+        ]
         return op(*fake, **kwargs)
 
 
@@ -74,6 +76,7 @@ def assert_like_meta(got, meta):
 
 
 # -- _scaled_dot_product_flash_attention_for_cpu ---------------------------------------------------
+
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
 @pytest.mark.parametrize("causal", [False, True])
@@ -96,6 +99,7 @@ def test_for_cpu_masks():
     check_op(CPU, q.bfloat16(), k.bfloat16(), v.bfloat16(), attn_mask=make((1, 7), "float32"))
     check_op(CPU, q.half(), k.half(), v.half(), attn_mask=make((1, 1, 5, 7), "float16"))
 
+
 def test_for_cpu_layouts():
     # (B, L, H, E) projections viewed as (B, H, L, E): torch returns the output in that layout too.
     q, k, v = (t.transpose(1, 2).contiguous().transpose(1, 2) for t in qkv())
@@ -103,9 +107,16 @@ def test_for_cpu_layouts():
     check_op(CPU, q, k.transpose(0, 1).contiguous().transpose(0, 1), v[:, :, :].expand(1, 2, 7, 16))
     # torch's CPU kernel misreads a query whose last dim is strided; compare with its sdpa instead.
     qs = make((1, 2, 16, 5)).transpose(2, 3)
-    check_op(CPU, qs, k, v, torch_fn=lambda q, k, v: (torch.ops.aten.scaled_dot_product_attention(q, k, v),
-                                                     torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(
-                                                         q.contiguous(), k, v)[1]))
+    check_op(
+        CPU,
+        qs,
+        k,
+        v,
+        torch_fn=lambda q, k, v: (
+            torch.ops.aten.scaled_dot_product_attention(q, k, v),
+            torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q.contiguous(), k, v)[1],
+        ),
+    )
 
 
 def test_for_cpu_bad_input():
@@ -118,6 +129,7 @@ def test_for_cpu_bad_input():
 
 
 # -- the CUDA-only variants ------------------------------------------------------------------------
+
 
 def _cuda_variant(name, q, k, v, mask, causal, scale=None):
     """Run ``name``; check the meta layout and compare output and logsumexp rows."""

@@ -11,9 +11,16 @@ HOPPER_SMEM = 227 * 1024
 
 
 @pytest.mark.skipif(BACKEND != "aot", reason="compiles the GPU tile configurations (aot backend only)")
-@pytest.mark.parametrize("dtype,L,S,E", [("bfloat16", 300, 300, 128), ("bfloat16", 300, 300, 256),
-                                         ("bfloat16", 1, 4096, 128), ("float32", 300, 300, 256),
-                                         ("float64", 300, 300, 256)])
+@pytest.mark.parametrize(
+    "dtype,L,S,E",
+    [
+        ("bfloat16", 300, 300, 128),
+        ("bfloat16", 300, 300, 256),
+        ("bfloat16", 1, 4096, 128),
+        ("float32", 300, 300, 256),
+        ("float64", 300, 300, 256),
+    ],
+)
 def test_flash_tiles_fit_shared_memory(dtype, L, S, E, monkeypatch):
     import nbx_attention.flash_attention as fa
 

@@ -19,7 +19,7 @@ def _lists(mask: torch.Tensor, bm: int, bn: int) -> list[tuple[list[int], list[i
 
     blocks = mask_blocks(from_torch(mask), bm, bn)
     full, partial, counts = (to_torch(t) for t in (blocks.full, blocks.partial, blocks.counts))
-    return [(full[r, :counts[r, 0]].tolist(), partial[r, :counts[r, 1]].tolist()) for r in range(counts.shape[0])]
+    return [(full[r, : counts[r, 0]].tolist(), partial[r, : counts[r, 1]].tolist()) for r in range(counts.shape[0])]
 
 
 @pytest.mark.skipif(not numeric(), reason="reads the block lists back")
@@ -99,8 +99,9 @@ def test_mask_with_causal_over_several_key_blocks(kind):
     mask = make((140, 150), kind, seed=4)
     tril = torch.ones(140, 150, dtype=torch.bool).tril()
     both = mask & tril if kind == "bool" else mask.masked_fill(~tril, float("-inf"))
-    check_op(SDPA, q, k, v, mask, 0.0, True,
-             torch_fn=lambda *a: torch.ops.aten.scaled_dot_product_attention(q, k, v, both))
+    check_op(
+        SDPA, q, k, v, mask, 0.0, True, torch_fn=lambda *a: torch.ops.aten.scaled_dot_product_attention(q, k, v, both)
+    )
 
 
 def test_grouped_query_attention_with_a_causal_mask_as_data():

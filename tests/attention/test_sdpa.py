@@ -16,8 +16,11 @@ DTYPES = ["float16", "bfloat16", "float32"]
 def qkv(b=1, h=2, L=5, S=7, E=16, ev=None, dtype="float32", hk=None, seed=0):
     """Random (query, key, value) shaped (b, h, L, E), (b, hk, S, E), (b, hk, S, ev)."""
     hk = h if hk is None else hk
-    return (make((b, h, L, E), dtype, seed=seed), make((b, hk, S, E), dtype, seed=seed + 1),
-            make((b, hk, S, ev or E), dtype, seed=seed + 2))
+    return (
+        make((b, h, L, E), dtype, seed=seed),
+        make((b, hk, S, E), dtype, seed=seed + 1),
+        make((b, hk, S, ev or E), dtype, seed=seed + 2),
+    )
 
 
 @pytest.mark.parametrize("dtype", [*DTYPES, "float64"])
@@ -59,8 +62,9 @@ def test_causal_lengths(L, S):
     q, k, v = qkv(h=1, L=L, S=S)
     got = check_op(SDPA, q, k, v, None, 0.0, True)
     tril = torch.ones(L, S, dtype=torch.bool).tril()
-    check_op(SDPA, q, k, v, None, 0.0, True, torch_fn=lambda *a: torch.ops.aten.scaled_dot_product_attention(
-        q, k, v, tril))
+    check_op(
+        SDPA, q, k, v, None, 0.0, True, torch_fn=lambda *a: torch.ops.aten.scaled_dot_product_attention(q, k, v, tril)
+    )
     assert got.shape == (1, 1, L, 16)
 
 
@@ -108,8 +112,9 @@ def test_mask_with_causal_combine(kind):
     mask = make((2, 6, 4), kind, seed=2)
     tril = torch.ones(6, 4, dtype=torch.bool).tril()
     both = mask & tril if kind == "bool" else mask.masked_fill(~tril, float("-inf"))
-    check_op(SDPA, q, k, v, mask, 0.0, True,
-             torch_fn=lambda *a: torch.ops.aten.scaled_dot_product_attention(q, k, v, both))
+    check_op(
+        SDPA, q, k, v, mask, 0.0, True, torch_fn=lambda *a: torch.ops.aten.scaled_dot_product_attention(q, k, v, both)
+    )
 
 
 @pytest.mark.parametrize("E", [16, 96])
@@ -166,8 +171,9 @@ def test_split_keys_path(causal, monkeypatch):
     splits, launch = [], fa.launch
     monkeypatch.setattr(fa, "PROGRAMS_PER_SM", 1)  # 132 programs wanted (the cpu backend's SM count)
     monkeypatch.setattr(fa, "MIN_SPLIT_KEYS", 16)
-    monkeypatch.setattr(fa, "launch", lambda kernel, grid, *a, **kw: splits.append(grid[2]) or launch(kernel, grid,
-                                                                                                          *a, **kw))
+    monkeypatch.setattr(
+        fa, "launch", lambda kernel, grid, *a, **kw: splits.append(grid[2]) or launch(kernel, grid, *a, **kw)
+    )
     for dtype in ("float32", "bfloat16"):
         q, k, v = qkv(b=1, h=2, L=1, S=75, E=16, dtype=dtype)
         check_op(SDPA, q, k, v, None, 0.0, causal)
@@ -183,8 +189,13 @@ def test_split_keys_path(causal, monkeypatch):
 def test_ranks_and_batch_broadcasting():
     check_op(SDPA, make((5, 16)), make((7, 16), seed=1), make((7, 8), seed=2))
     check_op(SDPA, make((3, 5, 16)), make((3, 7, 16), seed=1), make((3, 7, 16), seed=2), None, 0.0, True)
-    check_op(SDPA, make((2, 3, 2, 5, 16)), make((2, 3, 2, 7, 16), seed=1), make((2, 3, 2, 7, 16), seed=2),
-             make((3, 1, 5, 7), "bool"))
+    check_op(
+        SDPA,
+        make((2, 3, 2, 5, 16)),
+        make((2, 3, 2, 7, 16), seed=1),
+        make((2, 3, 2, 7, 16), seed=2),
+        make((3, 1, 5, 7), "bool"),
+    )
     check_op(SDPA, make((2, 2, 5, 16)), make((1, 2, 7, 16), seed=1), make((2, 1, 7, 16), seed=2))
     check_op(SDPA, make((2, 2, 5, 16)), make((2, 7, 16), seed=1), make((7, 16), seed=2))
 
@@ -246,10 +257,14 @@ def test_query_tile_orders(order, monkeypatch):
 
     seen, launch, lookup = [], fa.launch, fa.FLASH.lookup
     if order != "default":
-        monkeypatch.setattr(fa.FLASH, "lookup", lambda *a, **kw: {**lookup(*a, **kw),
-                                                                  "HEAVY_FIRST": int(order == "heavy first")})
-    monkeypatch.setattr(fa, "launch", lambda kernel, grid, *a, **kw: seen.append((grid[0], kw.get("HEAVY_FIRST")))
-                        or launch(kernel, grid, *a, **kw))
+        monkeypatch.setattr(
+            fa.FLASH, "lookup", lambda *a, **kw: {**lookup(*a, **kw), "HEAVY_FIRST": int(order == "heavy first")}
+        )
+    monkeypatch.setattr(
+        fa,
+        "launch",
+        lambda kernel, grid, *a, **kw: seen.append((grid[0], kw.get("HEAVY_FIRST"))) or launch(kernel, grid, *a, **kw),
+    )
     q, k, v = qkv(h=2, L=150, S=140)
     check_op(SDPA, q, k, v, None, 0.0, True)
     check_op(SDPA, q, k, v, None, 0.0, False)

@@ -44,8 +44,9 @@ def test_zero_dim_and_empty(name, extra):
 
 @pytest.mark.parametrize("name,extra", OPS)
 def test_inf_and_nan_rows(name, extra):
-    x = torch.tensor([[NEG_INF, NEG_INF, NEG_INF], [1.0, NEG_INF, 2.0], [float("nan"), 1.0, 0.0],
-                      [float("inf"), 1.0, 0.0]])
+    x = torch.tensor(
+        [[NEG_INF, NEG_INF, NEG_INF], [1.0, NEG_INF, 2.0], [float("nan"), 1.0, 0.0], [float("inf"), 1.0, 0.0]]
+    )
     check_op(name, x, 1, *extra)
 
 
@@ -107,8 +108,11 @@ def test_out_overloads():
     check_op("aten::log_softmax.int_out", x, 0, out=torch.empty(3, 7))
     check_op("aten::_softmax.out", x, 1, False, out=torch.empty(3, 7))
     check_op("aten::_log_softmax.out", x, 1, False, out=torch.empty(3, 7))
-    with pytest.raises(NbxValueError, match=r"out is a float32 tensor of shape \[3, 6\], but the result is float32 "
-                                            r"of shape \[3, 7\]"):
+    with pytest.raises(
+        NbxValueError,
+        match=r"out is a float32 tensor of shape \[3, 6\], but the result is float32 "
+        r"of shape \[3, 7\]",
+    ):
         run_op("aten::softmax.int_out", x, 1, out=torch.empty(3, 6))
 
 
@@ -117,8 +121,13 @@ def test_bad_input(name, extra):
     x = make((3, 4), "float32")
     check_raises(name, x, 2, *extra, match="out of range")
     check_raises(name, x, -3, *extra, match="out of range")
-    check_raises(name, torch.arange(6).view(2, 3), 1, *extra,
-                 match="self has dtype int64, expected floating .*: pass dtype=float32")
+    check_raises(
+        name,
+        torch.arange(6).view(2, 3),
+        1,
+        *extra,
+        match="self has dtype int64, expected floating .*: pass dtype=float32",
+    )
     check_raises(name, torch.ones(2, 3, dtype=torch.bool), 1, *extra)
     check_raises(name, x.to(torch.complex64), 1, *extra, match="complex")
     with pytest.raises(IndexOutOfRangeError):

@@ -20,18 +20,36 @@ def test_the_readme_tables_are_generated_from_the_committed_results():
 
 def test_the_models_table_has_a_row_a_model(tmp_path):
     assert "No whole-model results yet" in table.models_table(tmp_path)
-    row = {"model": "bert", "nodes": 700, "torch_ms": 10.0, "compile_ms": 8.0, "compile_ro_ms": 6.0, "nbx_ms": 9.0,
-           "nbx_graph_ms": 5.0, "first_run_s": 41.2, "torch_peak_mb": 900.0, "nbx_peak_mb": 800.0,
-           "error": 0.004, "error_graph": 0.005, "ok": True}
-    doc = {"gpu": "NVIDIA H200", "torch": "2.11", "triton": "3.6.0", "date": "2026-12-05",
-           "results": [row, {"model": "llama", "failed": "OutOfMemoryError: no"}]}
+    row = {
+        "model": "bert",
+        "nodes": 700,
+        "torch_ms": 10.0,
+        "compile_ms": 8.0,
+        "compile_ro_ms": 6.0,
+        "nbx_ms": 9.0,
+        "nbx_graph_ms": 5.0,
+        "first_run_s": 41.2,
+        "torch_peak_mb": 900.0,
+        "nbx_peak_mb": 800.0,
+        "error": 0.004,
+        "error_graph": 0.005,
+        "ok": True,
+    }
+    doc = {
+        "gpu": "NVIDIA H200",
+        "torch": "2.11",
+        "triton": "3.6.0",
+        "date": "2026-12-05",
+        "results": [row, {"model": "llama", "failed": "OutOfMemoryError: no"}],
+    }
     (tmp_path / "models.json").write_text(json.dumps(doc))
     lines = table.models_table(tmp_path).splitlines()
     assert lines[0].startswith("NVIDIA H200, torch 2.11, triton 3.6.0, 2026-12-05")
     header, rule, bert, llama = lines[2:]
     assert header.count("|") == rule.count("|") == bert.count("|") == llama.count("|") == 15
-    assert bert == ("| bert | 700 | 10.0 | 8.0 | 6.0 | 9.0 | 5.0 | 1.111 | 2.0 | 1.25 | 1.6 | 41.2 | 900.0 / 800.0 "
-                    "| 5.0e-03 |")
+    assert bert == (
+        "| bert | 700 | 10.0 | 8.0 | 6.0 | 9.0 | 5.0 | 1.111 | 2.0 | 1.25 | 1.6 | 41.2 | 900.0 / 800.0 | 5.0e-03 |"
+    )
     assert llama.startswith("| llama | failed: OutOfMemoryError: no |")
     assert "models.png" not in table.models_table(tmp_path)
     (tmp_path / "models.png").write_bytes(b"")

@@ -15,8 +15,9 @@ def test_im2col_col2im_dtypes(dtype):
     x = make((2, 3, 6, 5), dtype)
     check_op("aten::im2col", x, *ARGS)
     col = torch.ops.aten.im2col(x.double(), *ARGS).to(x.dtype)
-    check_op("aten::col2im", col, [6, 5], *ARGS, torch_fn=lambda c, *a: torch.ops.aten.col2im(c.float(), *a).to(
-        c.dtype))
+    check_op(
+        "aten::col2im", col, [6, 5], *ARGS, torch_fn=lambda c, *a: torch.ops.aten.col2im(c.float(), *a).to(c.dtype)
+    )
 
 
 def test_im2col_layouts_unbatched_empty():
@@ -53,8 +54,15 @@ def test_unfold_backward(case, dtype):
     dim, size, step = case
     y = make((4, 7, 3))
     g = make(tuple(y.unfold(dim, size, step).shape), dtype, seed=3)
-    check_op("aten::unfold_backward", g, list(y.shape), dim, size, step,
-             torch_fn=lambda g, *a: torch.ops.aten.unfold_backward(g.float(), *a).to(g.dtype))
+    check_op(
+        "aten::unfold_backward",
+        g,
+        list(y.shape),
+        dim,
+        size,
+        step,
+        torch_fn=lambda g, *a: torch.ops.aten.unfold_backward(g.float(), *a).to(g.dtype),
+    )
 
 
 def test_unfold_backward_layouts_0dim_and_bad():

@@ -13,8 +13,12 @@ DTYPES = ["float32", "float16", "bfloat16", "float64"]
 
 def _inputs2d(dtype="float32"):
     x = make((2, 3, 7, 6), dtype)
-    return [("contiguous", x), ("channels_last", x.to(memory_format=torch.channels_last)), ("unbatched", x[0]),
-            *list(layouts(x))[1:]]
+    return [
+        ("contiguous", x),
+        ("channels_last", x.to(memory_format=torch.channels_last)),
+        ("unbatched", x[0]),
+        *list(layouts(x))[1:],
+    ]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -88,8 +92,12 @@ def test_adaptive_avg_pool1d_3d():
     x3 = make((1, 2, 5, 6, 4))
     for xx in (x3, x3.to(memory_format=torch.channels_last_3d), x3[0]):
         check_op("aten::_adaptive_avg_pool3d", xx, [3, 4, 3])
-    check_op("aten::_adaptive_avg_pool3d", x3.half(), [2, 1, 3],
-             torch_fn=_ref_float(torch.ops.aten._adaptive_avg_pool3d.default))
+    check_op(
+        "aten::_adaptive_avg_pool3d",
+        x3.half(),
+        [2, 1, 3],
+        torch_fn=_ref_float(torch.ops.aten._adaptive_avg_pool3d.default),
+    )
 
 
 def test_pool_bad_inputs():
@@ -107,7 +115,6 @@ def test_pool_bad_inputs():
     check_raises("aten::max_pool3d_with_indices", make((1, 2, 2, 2, 2)), [3, 3, 3], match="too small")
     check_raises("aten::avg_pool3d", make((1, 2, 0, 2, 2)), [1, 1, 1], match="non-zero")
     check_raises("aten::adaptive_avg_pool1d", make((1, 3, 0)), [2], match="non-zero")
-
 
 
 @pytest.mark.parametrize("dtype", ["int64", "int32", "uint8", "int8"])
@@ -140,14 +147,16 @@ def test_adaptive_avg_pool_global_channels_last(dtype, tiles, monkeypatch):
     ref = _ref_float(torch.ops.aten.adaptive_avg_pool2d.default)
     x = make((2, 20, 7, 6), dtype).to(memory_format=torch.channels_last)
     check_op("aten::adaptive_avg_pool2d", x, [1, 1], torch_fn=ref, check_stride=True)
-    check_op("aten::_adaptive_avg_pool2d", x[1], [1, 1],
-             torch_fn=_ref_float(torch.ops.aten._adaptive_avg_pool2d.default))
+    check_op(
+        "aten::_adaptive_avg_pool2d", x[1], [1, 1], torch_fn=_ref_float(torch.ops.aten._adaptive_avg_pool2d.default)
+    )
     # Positions stepped evenly along W still merge into one stride; a slice of W does not (window kernel).
     check_op("aten::adaptive_avg_pool2d", x[:, :, :, ::2], [1, 1], torch_fn=ref)
     check_op("aten::adaptive_avg_pool2d", x[:, :, :, :4], [1, 1], torch_fn=ref)
     x3 = make((2, 20, 3, 5, 4), dtype).to(memory_format=torch.channels_last_3d)
-    check_op("aten::_adaptive_avg_pool3d", x3, [1, 1, 1],
-             torch_fn=_ref_float(torch.ops.aten._adaptive_avg_pool3d.default))
+    check_op(
+        "aten::_adaptive_avg_pool3d", x3, [1, 1, 1], torch_fn=_ref_float(torch.ops.aten._adaptive_avg_pool3d.default)
+    )
     x1 = make((2, 9, 20), dtype).transpose(1, 2)  # (N, C, L) with unit channel stride
     check_op("aten::adaptive_avg_pool1d", x1, [1], torch_fn=_ref_float(torch.ops.aten.adaptive_avg_pool1d.default))
 

@@ -27,8 +27,12 @@ CONVS = {
     (100, 300, 1, 16, 9, False): ((128, 256, 16, 8, 3, 8, 1), (128, 128, 16, 1, 1, 8, 1)),
 }
 # (positions, channels) -> (BLOCK_R, BLOCK_C, num_warps) on sm_90 and on the interpreter.
-POOLS = {(49, 2048): ((64, 128, 4), (64, 1024, 1)), (1, 3): ((1, 4, 4), (1, 4, 1)),
-         (4096, 64): ((64, 64, 4), (64, 64, 1)), (100, 5000): ((64, 128, 4), (64, 1024, 1))}
+POOLS = {
+    (49, 2048): ((64, 128, 4), (64, 1024, 1)),
+    (1, 3): ((1, 4, 4), (1, 4, 1)),
+    (4096, 64): ((64, 64, 4), (64, 64, 1)),
+    (100, 5000): ((64, 128, 4), (64, 1024, 1)),
+}
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
@@ -47,16 +51,28 @@ def test_same_launch_as_before(dtype):
 def test_config_argument_replaces_the_lookup(monkeypatch):
     # A 3x3 layer and a global pool at forced tiles (the reduction split in two), against torch.
     seen, launch = [], convolution.launch
-    monkeypatch.setattr(convolution, "launch", lambda kernel, grid, *a, **kw: seen.append(kw) or launch(kernel, grid,
-                                                                                                        *a, **kw))
+    monkeypatch.setattr(
+        convolution, "launch", lambda kernel, grid, *a, **kw: seen.append(kw) or launch(kernel, grid, *a, **kw)
+    )
     x, w = make((2, 16, 5, 6)), make((8, 16, 3, 3), seed=1)
     config = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "num_warps": 2, "num_stages": 2, "GROUP_M": 2, "PARTS": 2}
-    out = convolution._conv("conv2d", from_torch(x), from_torch(w), None, (1, 1), (1, 1), (1, 1), False, (0, 0), 1,
-                            config=config)
+    out = convolution._conv(
+        "conv2d", from_torch(x), from_torch(w), None, (1, 1), (1, 1), (1, 1), False, (0, 0), 1, config=config
+    )
     assert (seen[0]["BLOCK_M"], seen[0]["num_warps"], seen[0]["PARTIAL"]) == (16, 2, True)
     if numeric():
-        torch.testing.assert_close(to_torch(out), torch.nn.functional.conv2d(x, w, None, 1, 1),
-                                   rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(to_torch(out), torch.nn.functional.conv2d(x, w, None, 1, 1), rtol=1e-4, atol=1e-4)
     with pytest.raises(NbxError, match="passed as config= to convolution: PARTS must be an integer of at least 1"):
-        convolution._conv("conv2d", from_torch(x), from_torch(w), None, (1, 1), (1, 1), (1, 1), False, (0, 0), 1,
-                          config={**config, "PARTS": 0})
+        convolution._conv(
+            "conv2d",
+            from_torch(x),
+            from_torch(w),
+            None,
+            (1, 1),
+            (1, 1),
+            (1, 1),
+            False,
+            (0, 0),
+            1,
+            config={**config, "PARTS": 0},
+        )

@@ -18,6 +18,7 @@ def _float_ref(op):
         if x.dtype in (torch.float16, torch.bfloat16):
             return op(x.float(), *a, **k).to(x.dtype)
         return op(x, *a, **k)
+
     return ref
 
 
@@ -74,8 +75,13 @@ def test_linear1d(align):
     check_op("aten::upsample_linear1d", x1, [12], align, 2.5)
     check_op("aten::upsample_linear1d.vec", x1, None, align, [2.5])
     check_op("aten::upsample_linear1d", x1.double().transpose(1, 2).contiguous().transpose(1, 2), [1], align)
-    check_op("aten::upsample_linear1d", x1.bfloat16(), [7], align,
-             torch_fn=_float_ref(torch.ops.aten.upsample_linear1d.default))
+    check_op(
+        "aten::upsample_linear1d",
+        x1.bfloat16(),
+        [7],
+        align,
+        torch_fn=_float_ref(torch.ops.aten.upsample_linear1d.default),
+    )
 
 
 def test_nearest_modes_take_uint8():

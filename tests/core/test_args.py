@@ -28,19 +28,28 @@ def test_tensor_arg_names_op_argument_type_and_fix():
 
 
 def test_tensor_arg_checks_dtype_and_rank_when_asked():
-    with pytest.raises(NbxTypeError, match=r"aten::gelu: self has dtype int64, expected floating \(float16, "
-                                           r"bfloat16, float32, float64\): cast it with \.to\(float32\) first"):
+    with pytest.raises(
+        NbxTypeError,
+        match=r"aten::gelu: self has dtype int64, expected floating \(float16, "
+        r"bfloat16, float32, float64\): cast it with \.to\(float32\) first",
+    ):
         A.tensor_arg("aten::gelu", X.to(D.int64), dtypes=A.FLOATING)
-    with pytest.raises(ShapeError, match=r"aten::mv: vec must be 1-D \(a vector\), got a 2-D tensor of shape "
-                                        r"\[2, 3\]"):
+    with pytest.raises(
+        ShapeError,
+        match=r"aten::mv: vec must be 1-D \(a vector\), got a 2-D tensor of shape "
+        r"\[2, 3\]",
+    ):
         A.tensor_arg("aten::mv", X, "vec", ndim=1)
     with pytest.raises(ShapeError, match=r"batch_norm: input must have at least 3 dims, got shape \[2, 3\]"):
         A.tensor_arg("batch_norm", X, "input", min_ndim=3)
 
 
 def test_the_suggested_cast_is_one_the_op_takes():
-    with pytest.raises(NbxTypeError, match=r"index has dtype float32, expected int32 or int64: cast it with "
-                                           r"\.to\(int64\)"):
+    with pytest.raises(
+        NbxTypeError,
+        match=r"index has dtype float32, expected int32 or int64: cast it with "
+        r"\.to\(int64\)",
+    ):
         A.check_dtype("aten::gather", X, "index", A.INDEX)
     with pytest.raises(NbxTypeError, match="cast it with .to.complex64."):
         A.check_dtype("aten::istft", X, "self", A.COMPLEX)
@@ -50,8 +59,11 @@ def test_the_suggested_cast_is_one_the_op_takes():
 
 def test_a_python_number_is_checked_by_its_scalar_dtype():
     assert A.check_dtype("aten::bitwise_and", 3, "other", A.INTEGRAL | A.BOOL) == 3
-    with pytest.raises(NbxTypeError, match=r"aten::bitwise_and: other is the float 1\.5, expected bool or integer "
-                                           "values: pass one of those"):
+    with pytest.raises(
+        NbxTypeError,
+        match=r"aten::bitwise_and: other is the float 1\.5, expected bool or integer "
+        "values: pass one of those",
+    ):
         A.check_dtype("aten::bitwise_and", 1.5, "other", A.INTEGRAL | A.BOOL)
 
 
@@ -71,8 +83,11 @@ def test_dtype_arg():
 
 def test_same_dtype_names_every_argument():
     assert A.same_dtype("op", ("a", X), ("b", X)) is D.float32
-    with pytest.raises(NbxTypeError, match=r"sdpa: key has dtype float64 but query has float32: query, key and "
-                                           r"value must have the same dtype, cast them to one dtype"):
+    with pytest.raises(
+        NbxTypeError,
+        match=r"sdpa: key has dtype float64 but query has float32: query, key and "
+        r"value must have the same dtype, cast them to one dtype",
+    ):
         A.same_dtype("sdpa", ("query", X), ("key", X.to(D.float64)), ("value", X))
     many = [(f"params[{i}]", X) for i in range(5)] + [("params[5]", X.to(D.float16))]
     with pytest.raises(NbxTypeError, match=r"params\[5\] has dtype float16 but params\[0\] has float32: they must"):
@@ -107,11 +122,17 @@ def test_broadcasting():
 def test_out_arg():
     assert A.out_arg("op", None, (2, 3), D.float32) is None
     assert A.out_arg("op", X, (2, 3), D.float32) is X
-    with pytest.raises(NbxTypeError, match=r"out is a float32 tensor of shape \[2, 3\], but the result is float64 "
-                                           r"of shape \[2, 3\]"):
+    with pytest.raises(
+        NbxTypeError,
+        match=r"out is a float32 tensor of shape \[2, 3\], but the result is float64 "
+        r"of shape \[2, 3\]",
+    ):
         A.out_arg("op", X, (2, 3), D.float64)
-    with pytest.raises(ShapeError, match=r"out is a float32 tensor of shape \[2, 3\], but the result is float32 of "
-                                         r"shape \[3\]"):
+    with pytest.raises(
+        ShapeError,
+        match=r"out is a float32 tensor of shape \[2, 3\], but the result is float32 of "
+        r"shape \[3\]",
+    ):
         A.out_arg("op", X, (3,), D.float32)
 
 

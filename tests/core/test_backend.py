@@ -21,8 +21,9 @@ cuda_only = pytest.mark.skipif(current() != "cuda", reason="needs the cuda backe
 
 
 def _python(code: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env={**os.environ, **env}, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, **env}, timeout=120
+    )
 
 
 def test_unknown_backend_is_a_clear_error():
@@ -32,14 +33,18 @@ def test_unknown_backend_is_a_clear_error():
 
 
 def test_backend_is_chosen_once_and_sets_the_interpreter():
-    r = _python("import os, nbx_core.runtime.launch as l; print(l.BACKEND, os.environ['TRITON_INTERPRET'])",
-                NBX_BACKEND="cpu")
+    r = _python(
+        "import os, nbx_core.runtime.launch as l; print(l.BACKEND, os.environ['TRITON_INTERPRET'])", NBX_BACKEND="cpu"
+    )
     assert r.stdout.split() == ["cpu", "1"]
 
 
 def test_aot_compiles_without_running():
-    r = _python("import nbx_core.api as n, nbx_core.runtime.launch as l; n.ones(3).t().contiguous(); "
-                "print(len(l.compiled_variants) > 0)", NBX_BACKEND="aot")
+    r = _python(
+        "import nbx_core.api as n, nbx_core.runtime.launch as l; n.ones(3).t().contiguous(); "
+        "print(len(l.compiled_variants) > 0)",
+        NBX_BACKEND="aot",
+    )
     assert r.stdout.strip() == "True", r.stderr
 
 
@@ -90,8 +95,17 @@ def test_prepared_launch_runs_with_new_values_each_call():
     from nbx_core.runtime.launch import prepare
 
     dev = "cuda" if current() == "cuda" else "cpu"
-    run = prepare(_fill_kernel, (1,), (None, None, 0, 4, (4,), (1,)), (0, 1), FLOAT=True, NDIM=1, CONTIG=True,
-                  BLOCK=4, INT64=False)
+    run = prepare(
+        _fill_kernel,
+        (1,),
+        (None, None, 0, 4, (4,), (1,)),
+        (0, 1),
+        FLOAT=True,
+        NDIM=1,
+        CONTIG=True,
+        BLOCK=4,
+        INT64=False,
+    )
     a, b = nbx_core.empty(4, device=dev), nbx_core.empty(4, device=dev)
     run(a, 1.5)
     run(b, -2.0)
@@ -141,8 +155,9 @@ def test_aot_refuses_a_kernel_over_the_shared_memory_limit(monkeypatch):
 # -- a backend that cannot run, as a user meets it ---------------------------------------------------
 def _nbx(*args: str, **env: str) -> subprocess.CompletedProcess:
     code = "import sys; from nbx_core.cli import main; sys.exit(main(sys.argv[1:]))"
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
-                          env={**os.environ, **env}, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, env={**os.environ, **env}, timeout=120
+    )
 
 
 def _cuda_unavailable() -> str | None:
@@ -260,12 +275,19 @@ print("check_compiles", prog.check_compiles(x), len(launch.compiled_variants) > 
 
 
 def test_aot_refuses_to_run_a_program_and_compiles_it_on_request(core_graph):
-    r = subprocess.run([sys.executable, "-c", _AOT_PROGRAM, str(core_graph)], capture_output=True, text=True,
-                       env={**os.environ, "NBX_BACKEND": "aot"}, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-c", _AOT_PROGRAM, str(core_graph)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NBX_BACKEND": "aot"},
+        timeout=120,
+    )
     lines = r.stdout.splitlines()
     assert lines[0] == "nbx run exit 2" and "outputs:" not in r.stdout, r.stdout + r.stderr
-    assert r.stderr.startswith(f"nbx: error: {core_graph / 'graph.json'}: the aot backend (NBX_BACKEND=aot) "
-                               "compiles kernels for sm_90 without running them, a compile-only check")
+    assert r.stderr.startswith(
+        f"nbx: error: {core_graph / 'graph.json'}: the aot backend (NBX_BACKEND=aot) "
+        "compiles kernels for sm_90 without running them, a compile-only check"
+    )
     assert len([line for line in lines if line.startswith("refused: ")]) == 2
     assert "to check that its kernels compile for sm_90, call Program.check_compiles(...)" in lines[1]
     assert lines[-1] == "check_compiles None True", r.stderr

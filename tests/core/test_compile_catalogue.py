@@ -23,6 +23,8 @@ def test_reports_each_failed_call(monkeypatch):
 
     monkeypatch.setitem(cat.CATALOGUE, "probe", calls)
     failed = cat.run(["probe"])
-    assert failed == ["aten::softmax.int [[4, 8], 5]  ['bfloat16']: IndexOutOfRangeError: softmax: dim=5 is out of "
-                      "range: expected a value in -2..1"]
+    assert failed == [
+        "aten::softmax.int [[4, 8], 5]  ['bfloat16']: IndexOutOfRangeError: softmax: dim=5 is out of "
+        "range: expected a value in -2..1"
+    ]
     assert cat.main(["x", "nothing"]) == 2

@@ -16,10 +16,10 @@ from triton.runtime import _allocation  # after nbx_core, which chooses how Trit
 def test_tma_readable():
     t = empty_tensor((4, 64), D.bfloat16, Device("cpu"))
     assert descriptors.tma_readable(t, 1, 64, (256, 0))
-    assert not descriptors.tma_readable(t, 2, 64)            # contiguous dim not dense
-    assert not descriptors.tma_readable(t, 1, 9)             # rows 18 bytes apart
-    assert not descriptors.tma_readable(t, 1, 0)             # rows not apart (broadcast)
-    assert not descriptors.tma_readable(t, 1, 64, (100,))    # a batch 200 bytes apart
+    assert not descriptors.tma_readable(t, 2, 64)  # contiguous dim not dense
+    assert not descriptors.tma_readable(t, 1, 9)  # rows 18 bytes apart
+    assert not descriptors.tma_readable(t, 1, 0)  # rows not apart (broadcast)
+    assert not descriptors.tma_readable(t, 1, 64, (100,))  # a batch 200 bytes apart
     assert descriptors.tma_readable(empty_tensor((4, 4), D.float32, Device("cpu")), 1, 4)
 
 
@@ -33,7 +33,7 @@ def test_descriptor_memory_is_scoped(monkeypatch):
     try:
         monkeypatch.setattr(descriptors, "BACKEND", "cpu")
         with descriptors.descriptor_memory(Device("cpu")):
-            assert _allocation._allocator.get() is users     # the interpreter needs none
+            assert _allocation._allocator.get() is users  # the interpreter needs none
         monkeypatch.setattr(descriptors, "BACKEND", "cuda")
         with pytest.raises(RuntimeError, match="launch failed"):
             with descriptors.descriptor_memory(Device("cpu")):

@@ -21,8 +21,18 @@ from nbx_core.deprecated import MOVED, new_path
 ROOT = Path(__file__).resolve().parents[2]
 
 LAYERS = [
-    ("foundation", ["nbx_core.errors", "nbx_core.device", "nbx_core.dtypes", "nbx_core.shape", "nbx_core.opnames",
-                    "nbx_core.version", "nbx_core.deprecated"]),
+    (
+        "foundation",
+        [
+            "nbx_core.errors",
+            "nbx_core.device",
+            "nbx_core.dtypes",
+            "nbx_core.shape",
+            "nbx_core.opnames",
+            "nbx_core.version",
+            "nbx_core.deprecated",
+        ],
+    ),
     ("memory, backend, registry", ["nbx_core.memory", "nbx_core.backend", "nbx_core.registry"]),
     ("tensor", ["nbx_core.tensor", "nbx_core.tensor.args"]),
     ("runtime", ["nbx_core.runtime", "nbx_core.runtime.traits", "nbx_core.runtime.kernels.index_range"]),
@@ -67,7 +77,7 @@ def imported(name: str, path: Path, known: set[str]) -> Iterator[tuple[str, int]
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                module = ".".join(base[:len(base) - node.level + 1] + ([node.module] if node.module else []))
+                module = ".".join(base[: len(base) - node.level + 1] + ([node.module] if node.module else []))
             else:
                 module = node.module or ""
             if new_path(module) is not None:
@@ -149,8 +159,9 @@ def problems(root: Path) -> list[str]:
             graph[name].add(target)
             theirs = layer_of(target)
             if theirs is not None and theirs > mine:
-                out.append(f"{where}: {name} ({LAYERS[mine][0]}) imports {target} from the higher layer "
-                           f"{LAYERS[theirs][0]}")
+                out.append(
+                    f"{where}: {name} ({LAYERS[mine][0]}) imports {target} from the higher layer {LAYERS[theirs][0]}"
+                )
     out += [f"import cycle: {' <-> '.join(cycle)}" for cycle in cycles(graph)]
     return out
 
@@ -186,45 +197,54 @@ def _write(root: Path, files: dict[str, str]) -> None:
 
 
 def test_the_check_finds_cycles_upward_imports_deprecated_paths_and_stray_modules(tmp_path):
-    _write(tmp_path, {
-        "nbx_core/__init__.py": "",
-        "nbx_core/errors.py": "",
-        "nbx_core/tensor/__init__.py": "from .core import T\n",
-        # A late import of an op module, under TYPE_CHECKING it would count the same.
-        "nbx_core/tensor/core.py": "def to(x):\n    from ..ops.copy import _to_copy\n    return _to_copy(x)\n",
-        "nbx_core/ops/__init__.py": "",
-        "nbx_core/ops/copy.py": "from ..tensor import T\nfrom .. import errors\n",
-        "nbx_core/runtime/__init__.py": "",
-        "nbx_core/runtime/kernels/__init__.py": "",
-        "nbx_core/runtime/kernels/fill.py": "from nbx_core.launch import launch\n",
-        "nbx_core/stray.py": "",
-    })
+    _write(
+        tmp_path,
+        {
+            "nbx_core/__init__.py": "",
+            "nbx_core/errors.py": "",
+            "nbx_core/tensor/__init__.py": "from .core import T\n",
+            # A late import of an op module, under TYPE_CHECKING it would count the same.
+            "nbx_core/tensor/core.py": "def to(x):\n    from ..ops.copy import _to_copy\n    return _to_copy(x)\n",
+            "nbx_core/ops/__init__.py": "",
+            "nbx_core/ops/copy.py": "from ..tensor import T\nfrom .. import errors\n",
+            "nbx_core/runtime/__init__.py": "",
+            "nbx_core/runtime/kernels/__init__.py": "",
+            "nbx_core/runtime/kernels/fill.py": "from nbx_core.launch import launch\n",
+            "nbx_core/stray.py": "",
+        },
+    )
     assert problems(tmp_path) == [
         "nbx_core/runtime/kernels/fill.py:1: nbx_core.runtime.kernels.fill imports the deprecated "
         "nbx_core.launch; import nbx_core.runtime.launch",
         "nbx_core.stray is in no layer: add it to LAYERS here and to docs/architecture.md",
-        "nbx_core/tensor/core.py:2: nbx_core.tensor.core (tensor) imports nbx_core.ops.copy from the higher "
-        "layer ops",
+        "nbx_core/tensor/core.py:2: nbx_core.tensor.core (tensor) imports nbx_core.ops.copy from the higher layer ops",
         "import cycle: nbx_core.ops.copy <-> nbx_core.tensor <-> nbx_core.tensor.core",
     ]
 
 
 def test_imports_resolve_relative_names_and_submodules(tmp_path):
-    _write(tmp_path, {
-        "nbx_core/__init__.py": "from . import errors, hookimpl\n",
-        "nbx_core/errors.py": "",
-        "nbx_core/graph/__init__.py": "",
-        "nbx_core/graph/runner.py": "import nbx_core.graph\nfrom .. import errors as E\nfrom . import capture\n",
-        "nbx_core/graph/capture.py": "",
-        "user.py": "from nbx_core import checks\nimport nbx_core.kernels.copy\nfrom nbx_core.plugins import x\n",
-    })
+    _write(
+        tmp_path,
+        {
+            "nbx_core/__init__.py": "from . import errors, hookimpl\n",
+            "nbx_core/errors.py": "",
+            "nbx_core/graph/__init__.py": "",
+            "nbx_core/graph/runner.py": "import nbx_core.graph\nfrom .. import errors as E\nfrom . import capture\n",
+            "nbx_core/graph/capture.py": "",
+            "user.py": "from nbx_core import checks\nimport nbx_core.kernels.copy\nfrom nbx_core.plugins import x\n",
+        },
+    )
     found = modules(tmp_path)
     assert sorted(imported("nbx_core", found["nbx_core"], set(found))) == [("nbx_core", 1), ("nbx_core.errors", 1)]
     assert sorted(imported("nbx_core.graph.runner", found["nbx_core.graph.runner"], set(found))) == [
-        ("nbx_core.errors", 2), ("nbx_core.graph", 1), ("nbx_core.graph.capture", 3),
+        ("nbx_core.errors", 2),
+        ("nbx_core.graph", 1),
+        ("nbx_core.graph.capture", 3),
     ]
     assert deprecated_imports(tmp_path, ["."]) == [
-        "user.py:1: nbx_core.checks", "user.py:2: nbx_core.kernels.copy", "user.py:3: nbx_core.plugins",
+        "user.py:1: nbx_core.checks",
+        "user.py:2: nbx_core.kernels.copy",
+        "user.py:3: nbx_core.plugins",
     ]
 
 
@@ -238,6 +258,7 @@ def test_a_deprecated_path_is_the_module_at_its_new_path_with_a_warning(old):
 
 
 def test_the_warning_names_the_importing_line():
-    shown = subprocess.run([sys.executable, "-c", "import nbx_core\nimport nbx_core.hookspec"], capture_output=True,
-                           text=True, check=True).stderr
+    shown = subprocess.run(
+        [sys.executable, "-c", "import nbx_core\nimport nbx_core.hookspec"], capture_output=True, text=True, check=True
+    ).stderr
     assert "<string>:2: DeprecationWarning: nbx_core.hookspec is deprecated: import nbx_core.registry.hookspec" in shown

@@ -25,7 +25,7 @@ from nbx_core.testing import numeric
 runs_programs = pytest.mark.skipif(not numeric(), reason="the aot backend runs no program")
 
 # A kernel that calls Triton's own jit helpers (tl.sum, x.max()) and one of its module.
-_REDUCING_KERNEL = '''
+_REDUCING_KERNEL = """
 import nbx_core.runtime.launch
 import triton
 import triton.language as tl
@@ -41,9 +41,9 @@ def row_stats(x_ptr, out_ptr, N: tl.constexpr):
     x = tl.load(x_ptr + tl.program_id(0) * N + tl.arange(0, N))
     tl.store(out_ptr + tl.program_id(0) * 2, _double(tl.sum(x, 0)))
     tl.store(out_ptr + tl.program_id(0) * 2 + 1, x.max())
-'''
+"""
 
-_TORCH_FIRST = '''
+_TORCH_FIRST = """
 import os, sys
 import torch
 import triton
@@ -70,7 +70,7 @@ out = nbx_core.empty(6)
 launch(row_stats, (3,), nbx_core.tensor(x), out, N=4)
 print(out.numpy().tolist())
 print(load(sys.argv[1])(x.T).numpy().tolist() == np.concatenate([x, x], 1).tolist())
-'''
+"""
 
 
 @pytest.mark.skipif(not numeric(), reason="runs a cpu-backend process, which the cpu pass runs already")
@@ -79,8 +79,13 @@ def test_triton_imported_before_nbx_core_still_interprets(core_graph, tmp_path):
     helpers, Triton's own and their module's, still run on the cpu backend."""
     (tmp_path / "reducing_kernel.py").write_text(_REDUCING_KERNEL)
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | {"NBX_BACKEND": "cpu"}
-    r = subprocess.run([sys.executable, "-c", _TORCH_FIRST, str(core_graph), str(tmp_path)], capture_output=True,
-                       text=True, env=env, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-c", _TORCH_FIRST, str(core_graph), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.split("\n")[:2] == ["[12.0, 3.0, 44.0, 7.0, 76.0, 11.0]", "True"]
 
@@ -149,15 +154,25 @@ def test_runs_that_update_a_buffer_take_turns(tmp_path):
     registry = Registry()
     registry.add_plugin("core", core_plugin)
     registry.add_plugin("slow", _SlowAddPlugin())
-    doc = {"format": "nbx-graph", "version": 1, "symbols": {},
-           "inputs": [{"name": "one", "dtype": "float32", "shape": [1]}],
-           "weights": [{"name": "count", "key": "count", "kind": "buffer", "dtype": "float32", "shape": [1]}],
-           "nodes": [{"name": "next", "op": "aten::add.Tensor", "args": [{"ref": "count"}, {"ref": "one"}],
-                      "kwargs": {}, "outputs": ["next"]}],
-           "outputs": [{"name": "next", "dtype": "float32", "shape": [1]}],
-           "mutations": [{"value": "next", "kind": "buffer", "target": "count"}]}
-    prog = load(save(doc, {"count": np.zeros(1, np.float32)}, tmp_path / "count.nbx"), registry=registry,
-                device="cpu")
+    doc = {
+        "format": "nbx-graph",
+        "version": 1,
+        "symbols": {},
+        "inputs": [{"name": "one", "dtype": "float32", "shape": [1]}],
+        "weights": [{"name": "count", "key": "count", "kind": "buffer", "dtype": "float32", "shape": [1]}],
+        "nodes": [
+            {
+                "name": "next",
+                "op": "aten::add.Tensor",
+                "args": [{"ref": "count"}, {"ref": "one"}],
+                "kwargs": {},
+                "outputs": ["next"],
+            }
+        ],
+        "outputs": [{"name": "next", "dtype": "float32", "shape": [1]}],
+        "mutations": [{"value": "next", "kind": "buffer", "target": "count"}],
+    }
+    prog = load(save(doc, {"count": np.zeros(1, np.float32)}, tmp_path / "count.nbx"), registry=registry, device="cpu")
     seen: list[float] = []
 
     def work(i: int) -> None:
@@ -169,16 +184,16 @@ def test_runs_that_update_a_buffer_take_turns(tmp_path):
 
 
 # -- kernel modules that do not import triton.language ------------------------------------------------
-_HELPER_WITHOUT_TL = '''
+_HELPER_WITHOUT_TL = """
 import triton
 
 
 @triton.jit
 def plus_one(x):
     return x + 1
-'''
+"""
 
-_KERNEL_WITHOUT_TL = '''
+_KERNEL_WITHOUT_TL = """
 import nbx_core.runtime.launch
 import triton
 from triton.language import constexpr
@@ -191,9 +206,9 @@ def add_one(x_ptr, n, BLOCK: constexpr):
     offsets = triton.language.program_id(0) * BLOCK + triton.language.arange(0, BLOCK)
     mask = offsets < n
     triton.language.store(x_ptr + offsets, plus_one(triton.language.load(x_ptr + offsets, mask=mask)), mask=mask)
-'''
+"""
 
-_KERNEL_WITH_NAMES = '''
+_KERNEL_WITH_NAMES = """
 import nbx_core.runtime.launch
 import triton
 from triton.language import arange, constexpr, load, program_id, store
@@ -203,7 +218,7 @@ from triton.language import arange, constexpr, load, program_id, store
 def add_one(x_ptr, n, BLOCK: constexpr):
     offsets = program_id(0) * BLOCK + arange(0, BLOCK)
     store(x_ptr + offsets, load(x_ptr + offsets, mask=offsets < n) + 1, mask=offsets < n)
-'''
+"""
 
 
 def _module(tmp_path, monkeypatch, name: str, source: str):
@@ -214,8 +229,12 @@ def _module(tmp_path, monkeypatch, name: str, source: str):
 
 def test_kernel_whose_modules_do_not_import_triton_language(tmp_path, monkeypatch):
     _module(tmp_path, monkeypatch, "nbx_test_helper_without_tl", _HELPER_WITHOUT_TL)
-    kernel = _module(tmp_path, monkeypatch, "nbx_test_kernel_without_tl",
-                     _KERNEL_WITHOUT_TL.format(helper="nbx_test_helper_without_tl")).add_one
+    kernel = _module(
+        tmp_path,
+        monkeypatch,
+        "nbx_test_kernel_without_tl",
+        _KERNEL_WITHOUT_TL.format(helper="nbx_test_helper_without_tl"),
+    ).add_one
     x = nbx_core.tensor(np.arange(5, dtype=np.float32), device=kernel_device_type())
     launch(kernel, (1,), x, 5, BLOCK=8)
     if numeric():
@@ -235,7 +254,7 @@ def test_language_names_imported_by_name_are_an_error_that_says_what_to_write(tm
     )
 
 
-_AUTOTUNED_KERNEL = '''
+_AUTOTUNED_KERNEL = """
 import nbx_core.runtime.launch
 import triton
 import triton.language as tl
@@ -246,7 +265,7 @@ import triton.language as tl
 def add_one(x_ptr, n, BLOCK: tl.constexpr):
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(x_ptr + offsets, tl.load(x_ptr + offsets, mask=offsets < n) + 1, mask=offsets < n)
-'''
+"""
 
 
 @pytest.mark.skipif(current() != "cpu", reason="checks the interpreter's launch of a wrapped kernel")

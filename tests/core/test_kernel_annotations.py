@@ -35,8 +35,9 @@ def _annotated_kernel_parameters(tree: ast.Module) -> Iterator[tuple[ast.Functio
 
 def _read_by_triton(annotation: ast.expr) -> bool:
     """``tl.constexpr`` or ``tl.<dtype>``."""
-    if not (isinstance(annotation, ast.Attribute) and isinstance(annotation.value, ast.Name)
-            and annotation.value.id == "tl"):
+    if not (
+        isinstance(annotation, ast.Attribute) and isinstance(annotation.value, ast.Name) and annotation.value.id == "tl"
+    ):
         return False
     return annotation.attr == "constexpr" or isinstance(getattr(tl, annotation.attr, None), tl.dtype)
 
@@ -45,10 +46,15 @@ def misspelt_annotations(source: str, where: str) -> list[str]:
     """Kernel parameters of ``source`` whose annotation Triton may not read, as ``where:line``."""
     tree = ast.parse(source)
     found = list(_annotated_kernel_parameters(tree))
-    imports_tl = any(isinstance(n, ast.Import) and any(a.name == "triton.language" and a.asname == "tl"
-                                                       for a in n.names) for n in ast.walk(tree))
-    return [f"{where}:{arg.lineno} {kernel.name}({arg.arg}: {ast.unparse(arg.annotation)})"
-            for kernel, arg in found if not (imports_tl and _read_by_triton(arg.annotation))]
+    imports_tl = any(
+        isinstance(n, ast.Import) and any(a.name == "triton.language" and a.asname == "tl" for a in n.names)
+        for n in ast.walk(tree)
+    )
+    return [
+        f"{where}:{arg.lineno} {kernel.name}({arg.arg}: {ast.unparse(arg.annotation)})"
+        for kernel, arg in found
+        if not (imports_tl and _read_by_triton(arg.annotation))
+    ]
 
 
 def test_kernel_parameter_annotations_are_spelled_tl_dot_name():
@@ -59,7 +65,7 @@ def test_kernel_parameter_annotations_are_spelled_tl_dot_name():
 
 
 def test_other_spellings_are_reported():
-    source = '''
+    source = """
 from __future__ import annotations
 import triton
 import triton.language as tl
@@ -70,8 +76,10 @@ F64 = tl.float64
 def kernel(out_ptr, a: tl.float64, b: language.float64, c: F64, d: triton.language.constexpr, N: tl.constexpr,
            e: tl.int64, f: tl.tensor):
     pass
-'''
+"""
     assert [m.split(" ", 1)[1] for m in misspelt_annotations(source, "m.py")] == [
-        "kernel(b: language.float64)", "kernel(c: F64)", "kernel(d: triton.language.constexpr)",
+        "kernel(b: language.float64)",
+        "kernel(c: F64)",
+        "kernel(d: triton.language.constexpr)",
         "kernel(f: tl.tensor)",
     ]

@@ -25,8 +25,11 @@ def _plan(fn, *operands, config=None):
     from nbx_core.runtime.plans import geometry
 
     P.pointwise("test", fn, *operands, config=config)
-    return next(p for k, p in P._plans.items() if k[:2] == ("test", fn) and k[-1] == tuning.frozen(config)
-                and k[6] == tuple(map(geometry, operands)))
+    return next(
+        p
+        for k, p in P._plans.items()
+        if k[:2] == ("test", fn) and k[-1] == tuning.frozen(config) and k[6] == tuple(map(geometry, operands))
+    )
 
 
 @pytest.mark.parametrize("dtype", list(SM90))
@@ -35,8 +38,7 @@ def test_same_launch_as_before(dtype):
 
     itemsize = D.as_dtype(dtype).itemsize
     for target, expected in (("sm_90", SM90), (None, INTERPRETER)):
-        assert P.POINTWISE.resolve(itemsize, target=target)[0] == {"THREAD_BYTES": 32,
-                                                                   "num_warps": expected[dtype][1]}
+        assert P.POINTWISE.resolve(itemsize, target=target)[0] == {"THREAD_BYTES": 32, "num_warps": expected[dtype][1]}
     x = randn((1000,), "float32", np.random.default_rng(0))
     x = P.pointwise("cast", _add, x, x, dtype=D.as_dtype(dtype))
     run = _plan(_add, x, x).run

@@ -35,8 +35,13 @@ def test_loops_are_backward_branches():
 def test_reports_the_loops_of_a_matrix_product():
     # Called from a cpu-backend process (TRITON_INTERPRET=1 in its environment), it still compiles.
     env = {**os.environ, "TRITON_INTERPRET": "1"}
-    out = subprocess.run([sys.executable, str(SCRIPT), "aten::mm", "T(256, 128)", "T(128, 256)"],
-                         capture_output=True, text=True, check=True, env=env).stdout
+    out = subprocess.run(
+        [sys.executable, str(SCRIPT), "aten::mm", "T(256, 128)", "T(128, 256)"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    ).stdout
     assert out.startswith("_gemm_kernel: shared ")
     assert "registers" in out
     # The K loop of a bf16 GEMM on sm_90a issues wgmma.

@@ -69,8 +69,9 @@ def test_repr_like_torch():
     assert repr(nbx_core.tensor(3.5)) == "tensor(3.5000)"
 
 
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16", "int64", "bool", "uint8", "float64",
-                                   "complex64", "float8_e4m3fn"])
+@pytest.mark.parametrize(
+    "dtype", ["float32", "bfloat16", "float16", "int64", "bool", "uint8", "float64", "complex64", "float8_e4m3fn"]
+)
 def test_dlpack_with_torch_is_zero_copy(dtype):
     t = make((3, 4), dtype).t()
     n = nbx_core.from_dlpack(t)
@@ -138,8 +139,13 @@ def test_dlpack_exchange_with_torch_exits_cleanly(holder):
     import subprocess
     import sys
 
-    r = subprocess.run([sys.executable, "-X", "faulthandler", "-c", _EXCHANGE_UNTIL_EXIT, holder],
-                       capture_output=True, text=True, timeout=120, env={**os.environ, "NBX_BACKEND": "cpu"})
+    r = subprocess.run(
+        [sys.executable, "-X", "faulthandler", "-c", _EXCHANGE_UNTIL_EXIT, holder],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "NBX_BACKEND": "cpu"},
+    )
     assert (r.returncode, r.stdout.strip()) == (0, "exchanged"), r.stderr[-2000:]
     assert "Exception ignored" not in r.stderr, r.stderr[-2000:]
 
@@ -171,11 +177,25 @@ def test_promotion_matches_torch():
         assert got == want, (a, b)
 
 
-@pytest.mark.parametrize("operands", [
-    ("t:float16", 2.5), ("t:int32", 2.5), ("t:int32", 3), ("t:bool", 1), ("t:bool", True),
-    ("t:float16", "z:float64"), ("t:int8", "z:int64"), ("t:int8", "z:float64"), ("z:int32", 2.0),
-    ("z:bool", "z:int16"), ("t:uint8", "z:int8"), ("t:float32", 1j), ("t:int64", 1j), ("t:bfloat16", "z:float16"),
-])
+@pytest.mark.parametrize(
+    "operands",
+    [
+        ("t:float16", 2.5),
+        ("t:int32", 2.5),
+        ("t:int32", 3),
+        ("t:bool", 1),
+        ("t:bool", True),
+        ("t:float16", "z:float64"),
+        ("t:int8", "z:int64"),
+        ("t:int8", "z:float64"),
+        ("z:int32", 2.0),
+        ("z:bool", "z:int16"),
+        ("t:uint8", "z:int8"),
+        ("t:float32", 1j),
+        ("t:int64", 1j),
+        ("t:bfloat16", "z:float16"),
+    ],
+)
 def test_result_type_matches_torch(operands):
     def build(spec, maker):
         if isinstance(spec, str):

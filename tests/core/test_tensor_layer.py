@@ -17,9 +17,23 @@ from nbx_core.tensor import NBXTensor
 
 # Exact keys: a lookup by another overload of these names would find nothing here.
 SPIED = [
-    "aten::view", "aten::expand", "aten::permute", "aten::transpose", "aten::contiguous", "aten::to",
-    "aten::add", "aten::sub", "aten::eq", "aten::neg", "aten::select.int", "aten::slice.Tensor",
-    "aten::unsqueeze", "aten::alias", "aten::index.Tensor", "aten::index_put_", "aten::copy_",
+    "aten::view",
+    "aten::expand",
+    "aten::permute",
+    "aten::transpose",
+    "aten::contiguous",
+    "aten::to",
+    "aten::add",
+    "aten::sub",
+    "aten::eq",
+    "aten::neg",
+    "aten::select.int",
+    "aten::slice.Tensor",
+    "aten::unsqueeze",
+    "aten::alias",
+    "aten::index.Tensor",
+    "aten::index_put_",
+    "aten::copy_",
     "aten::fill_.Scalar",
 ]
 
@@ -84,7 +98,8 @@ def test_python_indexing_is_composed_of_registry_calls(spy):
     x = nbx_core.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
     x[1, 1:]
     assert [(name, args[1:]) for name, args, _ in spy.calls] == [
-        ("aten::select.int", (0, 1)), ("aten::slice.Tensor", (0, 1, None, 1)),
+        ("aten::select.int", (0, 1)),
+        ("aten::slice.Tensor", (0, 1, None, 1)),
     ]
     spy.calls.clear()
     x[None]

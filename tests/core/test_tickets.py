@@ -17,8 +17,7 @@ import triton.language as tl
 
 
 @triton.jit
-def _sum_in_parts(x_ptr, part_ptr, out_ptr, cnt_ptr, GROUPS: tl.constexpr, PARTS: tl.constexpr,
-                  BLOCK: tl.constexpr):
+def _sum_in_parts(x_ptr, part_ptr, out_ptr, cnt_ptr, GROUPS: tl.constexpr, PARTS: tl.constexpr, BLOCK: tl.constexpr):
     # Program (g, p) sums block p of group g's row; the group's last program adds the parts in order.
     g = tl.program_id(0)
     p = tl.program_id(1)

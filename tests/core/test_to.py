@@ -61,8 +61,17 @@ def test_every_overload_of_to():
     mask = make((3, 4), "bool", seed=3)
     # to.dtype_layout: transformers' ``mask.to(dtype=...)`` and keyword forms torch.export records.
     _check_to(aten.to.dtype_layout, mask, dtype=torch.float32)
-    _check_to(aten.to.dtype_layout, x, dtype=torch.float32, layout=torch.strided, device=torch.device("cpu"),
-              pin_memory=False, non_blocking=True, copy=False, memory_format=CONTIG)
+    _check_to(
+        aten.to.dtype_layout,
+        x,
+        dtype=torch.float32,
+        layout=torch.strided,
+        device=torch.device("cpu"),
+        pin_memory=False,
+        non_blocking=True,
+        copy=False,
+        memory_format=CONTIG,
+    )
     _check_to(aten.to.dtype_layout, x, layout=torch.strided, pin_memory=True)
     _check_to(aten.to.dtype_layout, x, copy=True)
     # to.device, to.dtype and to.other, positionally and by name.
@@ -74,10 +83,30 @@ def test_every_overload_of_to():
     _check_to(aten.to.other, x, mask)
     _check_to(aten.to.other, x, x, False, True)
     # TorchScript's prim overloads: dtypes as ScalarType codes.
-    for dtype in (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64, torch.float16, torch.float32,
-                  torch.float64, torch.bool, torch.bfloat16):
-        code = {torch.uint8: 0, torch.int8: 1, torch.int16: 2, torch.int32: 3, torch.int64: 4, torch.float16: 5,
-                torch.float32: 6, torch.float64: 7, torch.bool: 11, torch.bfloat16: 15}[dtype]
+    for dtype in (
+        torch.uint8,
+        torch.int8,
+        torch.int16,
+        torch.int32,
+        torch.int64,
+        torch.float16,
+        torch.float32,
+        torch.float64,
+        torch.bool,
+        torch.bfloat16,
+    ):
+        code = {
+            torch.uint8: 0,
+            torch.int8: 1,
+            torch.int16: 2,
+            torch.int32: 3,
+            torch.int64: 4,
+            torch.float16: 5,
+            torch.float32: 6,
+            torch.float64: 7,
+            torch.bool: 11,
+            torch.bfloat16: 15,
+        }[dtype]
         assert aten.to.prim_dtype(x, code).dtype == dtype
         _check_to(aten.to.prim_dtype, x, code)
     _check_to(aten.to.prim_Device, x, "cpu", 5)

@@ -19,10 +19,17 @@ def _key(dtype: str, m: int, layout: str) -> Key:
 
 def _toy(tables: Path, name: str = "toy") -> Tunable:
     # BLOCK is the rule's bucket of m; the interpreter's is always 16.
-    return Tunable("toyplugin", name, {"BLOCK": "pow2", "num_warps": "count", "SPLIT": "count"},
-                   key=_key, rule=lambda d, m, lay: {"BLOCK": bucket(m, 16), "num_warps": 4},
-                   interpreter=lambda d, m, lay: {"BLOCK": 16, "num_warps": 1}, tables=tables, optional=("SPLIT",),
-                   check=lambda c: "SPLIT needs num_warps 4" if c.get("SPLIT", 1) > 1 and c["num_warps"] != 4 else None)
+    return Tunable(
+        "toyplugin",
+        name,
+        {"BLOCK": "pow2", "num_warps": "count", "SPLIT": "count"},
+        key=_key,
+        rule=lambda d, m, lay: {"BLOCK": bucket(m, 16), "num_warps": 4},
+        interpreter=lambda d, m, lay: {"BLOCK": 16, "num_warps": 1},
+        tables=tables,
+        optional=("SPLIT",),
+        check=lambda c: "SPLIT needs num_warps 4" if c.get("SPLIT", 1) > 1 and c["num_warps"] != 4 else None,
+    )
 
 
 def _entry(block: int, **more: int) -> dict:
@@ -60,10 +67,18 @@ def test_key_text_buckets_and_rules():
 
 def test_lookup_order(files):
     toy = _toy(files)
-    table = _write_table(files, {"toy": {
-        "shapes": {"f16:M256": _entry(1), "f16:M256:NT": _entry(2)},
-        "rules": [{"when": {"dtype": "f16", "layout": "TT"}, **_entry(4)},
-                  {"when": {"dtype": "f16", "max_M": 64}, **_entry(8)}]}})
+    table = _write_table(
+        files,
+        {
+            "toy": {
+                "shapes": {"f16:M256": _entry(1), "f16:M256:NT": _entry(2)},
+                "rules": [
+                    {"when": {"dtype": "f16", "layout": "TT"}, **_entry(4)},
+                    {"when": {"dtype": "f16", "max_M": 64}, **_entry(8)},
+                ],
+            }
+        },
+    )
 
     def pick(m: int, layout: str) -> tuple[int, str]:
         config, where = toy.resolve("f16", m, layout, target="sm_90")
@@ -90,8 +105,15 @@ def test_lookup_order(files):
 
 def test_skip_passes_over_entries_that_ask_for_a_variant(files):
     toy = _toy(files)
-    _write_table(files, {"toy": {"shapes": {"f16:M256:NN": _entry(128, SPLIT=2), "f16:M256": _entry(1)},
-                                 "rules": [{"when": {}, **_entry(64, SPLIT=4)}]}})
+    _write_table(
+        files,
+        {
+            "toy": {
+                "shapes": {"f16:M256:NN": _entry(128, SPLIT=2), "f16:M256": _entry(1)},
+                "rules": [{"when": {}, **_entry(64, SPLIT=4)}],
+            }
+        },
+    )
     assert toy.resolve("f16", 200, "NN", target="sm_90")[0]["BLOCK"] == 128
     assert toy.resolve("f16", 200, "NN", target="sm_90", skip=("SPLIT",))[0]["BLOCK"] == 1
     assert toy.resolve("f16", 1000, "NN", target="sm_90")[0]["BLOCK"] == 64
@@ -109,16 +131,19 @@ def test_lookup_on_this_backend_is_remembered_and_config_wins(files):
         toy.choose({"BLOCK": 48, "num_warps": 2}, "f16", 100, "NN")
 
 
-@pytest.mark.parametrize(("config", "why"), [
-    ({"BLOCK": 64}, r"missing \['num_warps'\]"),
-    ({"BLOCK": 64, "num_warps": 4, "num_wraps": 4}, r"unknown keys \['num_wraps'\]"),
-    ({"BLOCK": 48, "num_warps": 4}, "BLOCK must be a power of two"),
-    ({"BLOCK": 64, "num_warps": "4"}, "num_warps must be an integer"),
-    ({"BLOCK": 64, "num_warps": True}, "num_warps must be an integer"),
-    ({"BLOCK": 64, "num_warps": 0}, "num_warps must be an integer of at least 1"),
-    ({"BLOCK": 64, "num_warps": 8, "SPLIT": 2}, "SPLIT needs num_warps 4"),
-    ([64, 4], "must be a JSON object"),
-])
+@pytest.mark.parametrize(
+    ("config", "why"),
+    [
+        ({"BLOCK": 64}, r"missing \['num_warps'\]"),
+        ({"BLOCK": 64, "num_warps": 4, "num_wraps": 4}, r"unknown keys \['num_wraps'\]"),
+        ({"BLOCK": 48, "num_warps": 4}, "BLOCK must be a power of two"),
+        ({"BLOCK": 64, "num_warps": "4"}, "num_warps must be an integer"),
+        ({"BLOCK": 64, "num_warps": True}, "num_warps must be an integer"),
+        ({"BLOCK": 64, "num_warps": 0}, "num_warps must be an integer of at least 1"),
+        ({"BLOCK": 64, "num_warps": 8, "SPLIT": 2}, "SPLIT needs num_warps 4"),
+        ([64, 4], "must be a JSON object"),
+    ],
+)
 def test_malformed_entries_name_the_key_and_the_file(files, config, why):
     toy = _toy(files)
     path = tuning.cache_path("toyplugin")
@@ -132,7 +157,7 @@ def test_malformed_entries_name_the_key_and_the_file(files, config, why):
 def test_malformed_tables_are_clear_errors(files):
     toy = _toy(files)
     path = _write_table(files, {"toy": {"shapes": {"f16:M256": {"config": {"BLOCK": 64, "num_warps": 4}}}}})
-    with pytest.raises(NbxError, match="needs \"source\", the results file") as err:
+    with pytest.raises(NbxError, match='needs "source", the results file') as err:
         toy.resolve("f16", 200, "NN", target="sm_90")
     assert f"'f16:M256' in {path}" in str(err.value)
     _write_table(files, {"toy": {"rules": [{"when": {"max_Q": 4}, **_entry(64)}]}})
@@ -181,12 +206,18 @@ def test_choose_sums_the_cases_of_a_key(files):
     a, b = {"BLOCK": 16, "num_warps": 4}, {"BLOCK": 32, "num_warps": 4}
     bad = {"BLOCK": 64, "num_warps": 4}
     cases = [Case(label, ("f16", m, "NN"), lambda c: None, []) for label, m in (("x", 200), ("y", 256), ("z", 40))]
-    timed = [(cases[0], [Timing(a, 1.0), Timing(b, 2.0), Timing(bad, 0.1)]),
-             (cases[1], [Timing(a, 3.0), Timing(b, 1.5), Timing(bad, error="too much shared memory")]),
-             (cases[2], [Timing(a, 1.0), Timing(b, 0.5)])]
+    timed = [
+        (cases[0], [Timing(a, 1.0), Timing(b, 2.0), Timing(bad, 0.1)]),
+        (cases[1], [Timing(a, 3.0), Timing(b, 1.5), Timing(bad, error="too much shared memory")]),
+        (cases[2], [Timing(a, 1.0), Timing(b, 0.5)]),
+    ]
     first, second = choose(toy, timed)
-    assert (first.key.text(), first.config, first.seconds, [c.label for c in first.cases]) == ("f16:M256:NN", b, 3.5,
-                                                                                               ["x", "y"])
+    assert (first.key.text(), first.config, first.seconds, [c.label for c in first.cases]) == (
+        "f16:M256:NN",
+        b,
+        3.5,
+        ["x", "y"],
+    )
     assert first.totals == {tuning.frozen(a): 4.0, tuning.frozen(b): 3.5}
     assert (second.key.text(), second.config) == ("f16:M64:NN", b)
     with pytest.raises(NbxError, match="no candidate ran in every case on this GPU: too much shared memory"):

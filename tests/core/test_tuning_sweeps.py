@@ -21,18 +21,26 @@ ROOT = Path(__file__).resolve().parents[2]
 FAMILIES = ["core", "linalg", "norm", "attention", "conv", "reduction", "index", "spectral"]
 # (family, kernel) -> a shape small enough for the interpreter, and its dtype.
 SMALL = {
-    ("core", "pointwise"): ((1000,), "bfloat16"), ("linalg", "gemm"): ((2, 24, 40, 16), "float32"),
-    ("norm", "row_norm"): ((5, 40), "float32"), ("attention", "flash"): ((1, 2, 40, 40, 16), "float32"),
+    ("core", "pointwise"): ((1000,), "bfloat16"),
+    ("linalg", "gemm"): ((2, 24, 40, 16), "float32"),
+    ("norm", "row_norm"): ((5, 40), "float32"),
+    ("attention", "flash"): ((1, 2, 40, 40, 16), "float32"),
     ("conv", "convolution"): ((2, 16, 6, 8, 3, 1, 1), "float32"),
     ("conv", "global_avg_pool"): ((2, 40, 3, 5), "float32"),
-    ("reduction", "rows"): ((5, 3000), "float32"), ("reduction", "columns"): ((3000, 40), "float32"),
-    ("reduction", "cumsum"): ((5, 300), "float32"), ("reduction", "xent"): ((5, 300), "float32"),
+    ("reduction", "rows"): ((5, 3000), "float32"),
+    ("reduction", "columns"): ((3000, 40), "float32"),
+    ("reduction", "cumsum"): ((5, 300), "float32"),
+    ("reduction", "xent"): ((5, 300), "float32"),
     ("linalg", "lstm_cell"): ((3, 40), "float32"),
-    ("index", "topk"): ((2, 100), "float32"), ("index", "sort"): ((2, 100), "float32"),
-    ("spectral", "row_fft"): ((3, 256), "float32"), ("spectral", "column_pass"): ((1, 65536), "float32"),
+    ("index", "topk"): ((2, 100), "float32"),
+    ("index", "sort"): ((2, 100), "float32"),
+    ("spectral", "row_fft"): ((3, 256), "float32"),
+    ("spectral", "column_pass"): ((1, 65536), "float32"),
     ("spectral", "dft"): ((2, 2000, 400, 160), "float32"),
-    ("index", "embedding_bag"): ((3, 5, 40, 50), "float32"), ("index", "multinomial"): ((3, 300, 5), "float32"),
-    ("spectral", "pad"): ((2, 300, 50), "float32"), ("spectral", "overlap_add"): ((2, 20, 64, 16), "float32"),
+    ("index", "embedding_bag"): ((3, 5, 40, 50), "float32"),
+    ("index", "multinomial"): ((3, 300, 5), "float32"),
+    ("spectral", "pad"): ((2, 300, 50), "float32"),
+    ("spectral", "overlap_add"): ((2, 20, 64, 16), "float32"),
 }
 
 
@@ -114,13 +122,24 @@ def _assigned_attributes(name: str, text: str) -> list[str]:
             yield node
 
     for node in ast.walk(tree):
-        assigned = node.targets if isinstance(node, ast.Assign) else \
-            [node.target] if isinstance(node, ast.AugAssign | ast.AnnAssign) else []
+        assigned = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else [node.target]
+            if isinstance(node, ast.AugAssign | ast.AnnAssign)
+            else []
+        )
         for target in (t for a in assigned for t in targets(a)):
             if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id in modules:
                 found.append(f"{name}:{node.lineno}: {target.value.id}.{target.attr}")
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" \
-                and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in modules:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "setattr"
+            and node.args
+            and isinstance(node.args[0], ast.Name)
+            and node.args[0].id in modules
+        ):
             found.append(f"{name}:{node.lineno}: setattr({node.args[0].id}, ...)")
     return found
 
@@ -130,10 +149,16 @@ def test_no_benchmark_assigns_plugin_attributes():
     # module's tiles, functions or constants.
     found = [f for p in sorted((ROOT / "benchmarks").glob("*.py")) for f in _assigned_attributes(p.name, p.read_text())]
     assert found == []
-    bad = ("import nbx_norm.layer_norm as ln\nfrom nbx_attention import flash_attention as fa\n"
-           "ln._TILE, ln._num_warps = 1, 2\nfa._config = None\nsetattr(fa, 'x', 1)\nh.results = []\n")
-    assert _assigned_attributes("x.py", bad) == ["x.py:3: ln._TILE", "x.py:3: ln._num_warps", "x.py:4: fa._config",
-                                                 "x.py:5: setattr(fa, ...)"]
+    bad = (
+        "import nbx_norm.layer_norm as ln\nfrom nbx_attention import flash_attention as fa\n"
+        "ln._TILE, ln._num_warps = 1, 2\nfa._config = None\nsetattr(fa, 'x', 1)\nh.results = []\n"
+    )
+    assert _assigned_attributes("x.py", bad) == [
+        "x.py:3: ln._TILE",
+        "x.py:3: ln._num_warps",
+        "x.py:4: fa._config",
+        "x.py:5: setattr(fa, ...)",
+    ]
 
 
 def test_benchmark_sweep_writes_the_tables(tmp_path, monkeypatch, tuning_cache):

@@ -44,8 +44,25 @@ def strided(draw):
 def test_chains_match_torch(t, data):
     nb = from_torch(t)
     for _ in range(3):
-        op = data.draw(st.sampled_from(["t", "unsqueeze", "squeeze", "slice", "select", "flatten", "permute",
-                                        "transpose", "narrow", "diagonal", "unfold", "movedim", "expand"]))
+        op = data.draw(
+            st.sampled_from(
+                [
+                    "t",
+                    "unsqueeze",
+                    "squeeze",
+                    "slice",
+                    "select",
+                    "flatten",
+                    "permute",
+                    "transpose",
+                    "narrow",
+                    "diagonal",
+                    "unfold",
+                    "movedim",
+                    "expand",
+                ]
+            )
+        )
         nd = t.ndim
         try:
             if op == "t" and nd <= 2:
@@ -114,12 +131,14 @@ def test_view_and_reshape_match_torch(t, shape):
         np.testing.assert_array_equal(to_torch(got).numpy(), want.numpy())
         assert got.shape == tuple(want.shape)
         # reshape returns a view exactly when torch does
-        assert (got.storage is nb.storage) == (want.data_ptr() == t.data_ptr() or want.numel() == 0 or
-                                               want._base is not None and want._base is t._base)
+        assert (got.storage is nb.storage) == (
+            want.data_ptr() == t.data_ptr() or want.numel() == 0 or want._base is not None and want._base is t._base
+        )
 
 
-@pytest.mark.parametrize("size,sections,dim", [(7, 3, 0), (6, 4, 0), (0, 2, 0), (5, [1, 3], 0),
-                                               (5, [-2, 10], 0), (5, [3, 1], 0), (4, 1, -1)])
+@pytest.mark.parametrize(
+    "size,sections,dim", [(7, 3, 0), (6, 4, 0), (0, 2, 0), (5, [1, 3], 0), (5, [-2, 10], 0), (5, [3, 1], 0), (4, 1, -1)]
+)
 def test_tensor_split(size, sections, dim):
     t = make((size, 2))
     want = torch.tensor_split(t, sections, dim)
@@ -180,8 +199,9 @@ def test_as_strided_diagonal_real_imag_dtype_views():
     same_view(views.real(nc), c.real)
     same_view(views.imag(nc), c.imag)
     r = make((3, 2))
-    np.testing.assert_array_equal(to_torch(views.view_as_complex(from_torch(r))).numpy(),
-                                  torch.view_as_complex(r).numpy())
+    np.testing.assert_array_equal(
+        to_torch(views.view_as_complex(from_torch(r))).numpy(), torch.view_as_complex(r).numpy()
+    )
     same_view(views.view(from_torch(r), "int32"), r.view(torch.int32))
     same_view(views.view(from_torch(make((2, 4), "int16")), "int32"), make((2, 4), "int16").view(torch.int32))
     with pytest.raises(NbxError, match="imag is not implemented"):

@@ -10,8 +10,9 @@ from nbx_core.registry import get_registry
 from nbx_core.testing import check_op, check_raises, from_torch, layouts, make, on_other_device
 
 FLOATS = ("float32", "float16", "bfloat16")
-SPECIAL = torch.tensor([float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1e-7, 3.0,
-                        -3.0, 30.0, -30.0, 100.0])
+SPECIAL = torch.tensor(
+    [float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1e-7, 3.0, -3.0, 30.0, -30.0, 100.0]
+)
 
 # name -> (keyword variants, takes integers, takes bool, needs a nonzero divisor)
 BINARY = {
@@ -72,8 +73,13 @@ def test_promotion(name):
     kws, ints, bools, nz = BINARY[name]
     f16 = make((6,), "float16", nonzero=True).abs() + 0.5
     i32 = make((6,), "int32", nonzero=True).abs() % 4 + 1
-    cases = [(f16, torch.tensor(2.5, dtype=torch.float64)), (i32, torch.tensor(1.5)), (i32, f16),
-             (f16, make((6,), "bfloat16", nonzero=True)), (i32, make((6,), "int64", nonzero=True).abs() % 3 + 1)]
+    cases = [
+        (f16, torch.tensor(2.5, dtype=torch.float64)),
+        (i32, torch.tensor(1.5)),
+        (i32, f16),
+        (f16, make((6,), "bfloat16", nonzero=True)),
+        (i32, make((6,), "int64", nonzero=True).abs() % 3 + 1),
+    ]
     if bools:
         cases.append((make((6,), "bool"), make((6,), "bool")))
         cases.append((make((6,), "bool"), i32))
@@ -98,8 +104,16 @@ def test_scalar_overloads(name):
 
 def test_special_values():
     a, b = torch.meshgrid(SPECIAL, SPECIAL, indexing="ij")
-    for name in ("aten::add", "aten::mul", "aten::div", "aten::remainder", "aten::fmod", "aten::pow", "aten::atan2",
-                 "aten::floor_divide"):
+    for name in (
+        "aten::add",
+        "aten::mul",
+        "aten::div",
+        "aten::remainder",
+        "aten::fmod",
+        "aten::pow",
+        "aten::atan2",
+        "aten::floor_divide",
+    ):
         check_op(name, a, b)
     check_op("aten::div", a, b, rounding_mode="trunc")
     check_op("aten::div", a, b, rounding_mode="floor")

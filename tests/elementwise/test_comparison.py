@@ -8,8 +8,9 @@ import torch
 from nbx_core.testing import check_op, check_raises, layouts, make
 
 FLOATS = ("float32", "float16", "bfloat16")
-SPECIAL = torch.tensor([float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1e-7, 3.0,
-                        -3.0, 30.0, -30.0, 100.0])
+SPECIAL = torch.tensor(
+    [float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1e-7, 3.0, -3.0, 30.0, -30.0, 100.0]
+)
 
 COMPARE = ("aten::eq", "aten::ne", "aten::lt", "aten::le", "aten::gt", "aten::ge")
 EXTREMA = ("aten::maximum", "aten::minimum")

@@ -9,8 +9,9 @@ from nbx_core.errors import NbxTypeError
 from nbx_core.testing import check_op, check_raises, layouts, make, run_op
 
 FLOATS = ("float32", "float16", "bfloat16")
-SPECIAL = torch.tensor([float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1e-7, 3.0,
-                        -3.0, 30.0, -30.0, 100.0])
+SPECIAL = torch.tensor(
+    [float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1e-7, 3.0, -3.0, 30.0, -30.0, 100.0]
+)
 
 
 def test_complex():

@@ -7,8 +7,9 @@ import torch
 
 from nbx_core.testing import check_op, check_raises, layouts, make
 
-SPECIAL = torch.tensor([float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1e-7, 3.0,
-                        -3.0, 30.0, -30.0, 100.0])
+SPECIAL = torch.tensor(
+    [float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1e-7, 3.0, -3.0, 30.0, -30.0, 100.0]
+)
 
 LOGICAL = ("aten::logical_and", "aten::logical_or", "aten::logical_xor")
 BITWISE = ("aten::bitwise_and", "aten::bitwise_or", "aten::bitwise_xor")

@@ -8,8 +8,9 @@ import torch
 from nbx_core.testing import check_op, check_raises, layouts, make
 
 FLOATS = ("float32", "float16", "bfloat16", "float64")
-SPECIAL = torch.tensor([float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1e-7, 3.0,
-                        -3.0, 30.0, -30.0, 100.0])
+SPECIAL = torch.tensor(
+    [float("nan"), float("inf"), float("-inf"), 0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1e-7, 3.0, -3.0, 30.0, -30.0, 100.0]
+)
 
 # name -> (input transform keeping values in the op's domain, takes integer input, takes bool input)
 UNARY = {
@@ -93,8 +94,19 @@ def test_special_values(name):
 
 def test_accuracy_near_zero_and_large():
     tiny = torch.tensor([1e-30, -1e-20, 1e-10, -1e-6, 3e-4, 1e-2])
-    for name in ("aten::expm1", "aten::log1p", "aten::tanh", "aten::sinh", "aten::asinh", "aten::atanh",
-                 "aten::atan", "aten::asin", "aten::erf", "aten::tan", "aten::sin"):
+    for name in (
+        "aten::expm1",
+        "aten::log1p",
+        "aten::tanh",
+        "aten::sinh",
+        "aten::asinh",
+        "aten::atanh",
+        "aten::atan",
+        "aten::asin",
+        "aten::erf",
+        "aten::tan",
+        "aten::sin",
+    ):
         check_op(name, tiny)
     big = torch.tensor([1e3, -1e5, 1e10, 1e20, -1e30, 3e38])
     for name in ("aten::atan", "aten::asinh", "aten::tanh"):
@@ -134,6 +146,7 @@ def test_rejects_complex_and_non_tensors():
     z = torch.complex(make((3,)), make((3,)))
     from nbx_core.errors import NbxTypeError
     from nbx_core.testing import run_op
+
     with pytest.raises(NbxTypeError, match="aten::exp: self has dtype complex64"):
         run_op("aten::exp", z)
     with pytest.raises(NbxTypeError, match="self must be a tensor"):

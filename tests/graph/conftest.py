@@ -35,16 +35,29 @@ def np_registry() -> Registry:
 def base_doc() -> dict[str, Any]:
     """y = relu(x * w + b) over x: float32 [batch, 4]."""
     return {
-        "format": "nbx-graph", "version": 1,
+        "format": "nbx-graph",
+        "version": 1,
         "symbols": {"batch": {"min": 1, "max": 16, "example": 2}},
         "inputs": [{"name": "x", "dtype": "float32", "shape": ["batch", 4]}],
-        "weights": [{"name": "w", "key": "lin.w", "kind": "parameter", "dtype": "float32", "shape": [4]},
-                    {"name": "b", "key": "lin.b", "kind": "buffer", "dtype": "float32", "shape": [4]}],
+        "weights": [
+            {"name": "w", "key": "lin.w", "kind": "parameter", "dtype": "float32", "shape": [4]},
+            {"name": "b", "key": "lin.b", "kind": "buffer", "dtype": "float32", "shape": [4]},
+        ],
         "nodes": [
-            {"name": "mul", "op": "aten::mul.Tensor", "args": [{"ref": "x"}, {"ref": "w"}], "kwargs": {},
-             "outputs": ["mul"]},
-            {"name": "add", "op": "aten::add.Tensor", "args": [{"ref": "mul"}, {"ref": "b"}], "kwargs": {},
-             "outputs": ["add"]},
+            {
+                "name": "mul",
+                "op": "aten::mul.Tensor",
+                "args": [{"ref": "x"}, {"ref": "w"}],
+                "kwargs": {},
+                "outputs": ["mul"],
+            },
+            {
+                "name": "add",
+                "op": "aten::add.Tensor",
+                "args": [{"ref": "mul"}, {"ref": "b"}],
+                "kwargs": {},
+                "outputs": ["add"],
+            },
             {"name": "relu", "op": "aten::relu.default", "args": [{"ref": "add"}], "kwargs": {}, "outputs": ["relu"]},
         ],
         "outputs": [{"name": "relu", "dtype": "float32", "shape": ["batch", 4]}],

@@ -52,8 +52,9 @@ def main() -> int:
     print(f"{args.graph}: {len(prog.graph.nodes)} nodes, {args.runs} runs after 3 warm-up runs")
     print(f"  before: RSS {base_rss:.1f} MiB, live NBXTensors {base_live}")
     for i, rss, live in samples:
-        print(f"  after {i:4d}: RSS {rss:.1f} MiB ({rss - base_rss:+.1f}), "
-              f"live NBXTensors {live} ({live - base_live:+d})")
+        print(
+            f"  after {i:4d}: RSS {rss:.1f} MiB ({rss - base_rss:+.1f}), live NBXTensors {live} ({live - base_live:+d})"
+        )
     growth = samples[-1][1] - samples[0][1]
     flat = samples[-1][2] == base_live and growth < 2.0
     print(f"{'flat' if flat else 'NOT flat'}: RSS growth from run 25 to {args.runs}: {growth:+.2f} MiB")

@@ -27,8 +27,14 @@ def encoder() -> Case:
     x = torch.randn(2, 8, 32)
     mask = torch.zeros(2, 8, dtype=torch.bool)
     mask[1, 5:] = True
-    return Case("encoder", m, (x,), {"src_key_padding_mask": mask}, runs=[((x,), {"src_key_padding_mask": mask})],
-                plugins=("elementwise", "linalg", "norm", "attention"))
+    return Case(
+        "encoder",
+        m,
+        (x,),
+        {"src_key_padding_mask": mask},
+        runs=[((x,), {"src_key_padding_mask": mask})],
+        plugins=("elementwise", "linalg", "norm", "attention"),
+    )
 
 
 class GPTBlock(nn.Module):
@@ -52,16 +58,28 @@ def gpt_block() -> Case:
     torch.manual_seed(1)
     seq = torch.export.Dim("seq", min=2, max=32)
     runs = [((torch.randn(2, t, 32),), {}) for t in (5, 8)]
-    return Case("gpt_block", GPTBlock().eval(), (torch.randn(2, 6, 32),), dynamic_shapes=({1: seq},), runs=runs,
-                plugins=("elementwise", "linalg", "norm", "attention"))
+    return Case(
+        "gpt_block",
+        GPTBlock().eval(),
+        (torch.randn(2, 6, 32),),
+        dynamic_shapes=({1: seq},),
+        runs=runs,
+        plugins=("elementwise", "linalg", "norm", "attention"),
+    )
 
 
 class SmallCNN(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.features = nn.Sequential(
-            nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(4, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+            nn.Conv2d(3, 4, 3, padding=1),
+            nn.BatchNorm2d(4),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(4, 8, 3, padding=1),
+            nn.BatchNorm2d(8),
+            nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1),
         )
         self.head = nn.Linear(8, 10)
 
@@ -90,10 +108,10 @@ class IndexNorm(nn.Module):
         self.head = nn.Linear(16, 12)
 
     def forward(self, ids: torch.Tensor, targets: torch.Tensor, rows: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        h = self.ln(self.emb(ids))                               # [2, 4, 16]
-        logp = torch.log_softmax(self.head(h), dim=-1)           # [2, 4, 12]
+        h = self.ln(self.emb(ids))  # [2, 4, 16]
+        logp = torch.log_softmax(self.head(h), dim=-1)  # [2, 4, 12]
         picked = torch.gather(logp, -1, targets.unsqueeze(-1)).squeeze(-1)
-        chosen = h[:, rows]                                       # aten.index
+        chosen = h[:, rows]  # aten.index
         grouped = self.gn(h.transpose(1, 2).reshape(2, 4, 4, 4))  # channels 4, groups 2
         return picked, chosen.sum(-1), torch.diff(grouped, dim=-1)
 
@@ -103,8 +121,13 @@ def index_norm() -> Case:
     ids = torch.tensor([[1, 5, 7, 19], [0, 3, 3, 12]])
     targets = torch.tensor([[0, 11, 4, 2], [7, 7, 1, 9]])
     rows = torch.tensor([3, 0, 2])
-    return Case("index_norm", IndexNorm().eval(), (ids, targets, rows), runs=[((ids, targets, rows), {})],
-                plugins=("elementwise", "linalg", "norm", "index", "attention", "reduction"))
+    return Case(
+        "index_norm",
+        IndexNorm().eval(),
+        (ids, targets, rows),
+        runs=[((ids, targets, rows), {})],
+        plugins=("elementwise", "linalg", "norm", "index", "attention", "reduction"),
+    )
 
 
 CASES = {c.__name__: c for c in (encoder, gpt_block, cnn, index_norm)}

@@ -56,7 +56,7 @@ def two_halves(self):
     """Returns two results (a deliberately multi-output kernel)."""
     _track("two_halves")
     a = self.numpy()
-    return _out(a[: len(a) // 2]), _out(a[len(a) // 2:])
+    return _out(a[: len(a) // 2]), _out(a[len(a) // 2 :])
 
 
 def full_like_shape(self, size, dtype=None, device=None):
@@ -68,6 +68,12 @@ def full_like_shape(self, size, dtype=None, device=None):
 
 @nbx_core.hookimpl
 def nbx_register_kernels(registry) -> None:
-    for name, fn in (("aten::add", add), ("aten::mul", mul), ("aten::relu", relu), ("aten::add_", add_),
-                     ("test::two_halves", two_halves), ("test::sized_ones", full_like_shape)):
+    for name, fn in (
+        ("aten::add", add),
+        ("aten::mul", mul),
+        ("aten::relu", relu),
+        ("aten::add_", add_),
+        ("test::two_halves", two_halves),
+        ("test::sized_ones", full_like_shape),
+    ):
         registry.register(name, fn)

@@ -36,8 +36,9 @@ EXAMPLE = ROOT / "examples" / "encoder_block.nbx"
 def nbx(*args: str, cache: Path | None = None, **env: str) -> subprocess.CompletedProcess:
     """``nbx ARGS`` in a fresh process (``NBX_CACHE_DIR=cache`` when given)."""
     full = dict(os.environ, **env, **({"NBX_CACHE_DIR": str(cache)} if cache else {}))
-    return subprocess.run([sys.executable, "-m", "nbx_core.cli", *args], env=full, capture_output=True, text=True,
-                          timeout=600, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "nbx_core.cli", *args], env=full, capture_output=True, text=True, timeout=600, cwd=ROOT
+    )
 
 
 def compile_graph(path: Path, *args: str, cache: Path) -> dict:
@@ -78,8 +79,12 @@ def built(tmp_path_factory, worker_id):
     with _once(tmp_path_factory, worker_id, "nbx-bundles") as (root, fresh):
         if fresh:
             _build(root)
-        return {"example": root / "encoder_block.nbx", "gpt2": root / "gpt2.nbx", "root": root,
-                **json.loads((root / "reports.json").read_text())}
+        return {
+            "example": root / "encoder_block.nbx",
+            "gpt2": root / "gpt2.nbx",
+            "root": root,
+            **json.loads((root / "reports.json").read_text()),
+        }
 
 
 def _build(root: Path) -> None:
@@ -93,11 +98,15 @@ def _build(root: Path) -> None:
     module, inputs, dynamic = zoo.build("gpt2", "small")
     with torch.no_grad():
         gpt2 = export(torch.export.export(module, (), inputs, dynamic_shapes=dynamic), root / "gpt2.nbx")
-    done = nbx("compile", str(example), "--target", "sm_90", "--dim", "seq=8,16", "--format", "json",
-               cache=root / "cache")
+    done = nbx(
+        "compile", str(example), "--target", "sm_90", "--dim", "seq=8,16", "--format", "json", cache=root / "cache"
+    )
     assert done.returncode == 0, done.stderr
-    reports = {"example_report": json.loads(done.stdout), "example_log": done.stderr,
-               "gpt2_report": compile_graph(gpt2, cache=root / "cache")}
+    reports = {
+        "example_report": json.loads(done.stdout),
+        "example_log": done.stderr,
+        "gpt2_report": compile_graph(gpt2, cache=root / "cache"),
+    }
     (root / "reports.json").write_text(json.dumps(reports))
 
 
@@ -115,8 +124,10 @@ def test_compile_stores_the_example_graphs_kernels(built):
     found = bundle.read(example, "sm_90")
     assert found is not None and found.path == example / KERNELS_DIR / "sm_90"
     assert [s["dims"] for s in found.signatures] == [{"seq": 8}, {"seq": 16}]
-    assert found.signatures[1]["inputs"] == [{"name": "src", "dtype": "float32", "shape": [2, 16, 32]},
-                                             {"name": "src_key_padding_mask", "dtype": "bool", "shape": [2, 16]}]
+    assert found.signatures[1]["inputs"] == [
+        {"name": "src", "dtype": "float32", "shape": [2, 16, 32]},
+        {"name": "src_key_padding_mask", "dtype": "bool", "shape": [2, 16]},
+    ]
     kinds = {k.entry["kernel"].rsplit(":", 1)[1] for k in found.kernels.values()}
     assert {"_gemm_kernel", "_attn_fwd_kernel", "_row_norm_kernel", "_pointwise_kernel"} <= kinds
     for kernel in found.kernels.values():
@@ -134,8 +145,12 @@ def test_compile_stores_a_zoo_models_fused_kernels(built):
     modules = [k.entry["kernel"] for k in found.kernels.values()]
     fused = [m for m in modules if m.startswith("nbx_fused_")]
     assert fused, modules  # the plan's fused elementwise kernels and GEMM epilogues are bundled
-    epilogue = [k for k in found.kernels.values() if k.entry["kernel"].endswith(":_gemm_kernel")
-                and str(k.entry["constexprs"].get("EPI", "")).startswith("nbx_fused_")]
+    epilogue = [
+        k
+        for k in found.kernels.values()
+        if k.entry["kernel"].endswith(":_gemm_kernel")
+        and str(k.entry["constexprs"].get("EPI", "")).startswith("nbx_fused_")
+    ]
     assert epilogue, "no GEMM with a fused epilogue"
     assert built["gpt2_report"]["kernels"] == len(found.kernels)
 
@@ -221,10 +236,19 @@ def served(built, tmp_path_factory, worker_id):
             triton_cache.chmod(0o555)
             script = root / "serve.py"
             script.write_text(_SERVE)
-            env = {**os.environ, "NBX_BACKEND": "aot", "TRITON_CACHE_DIR": str(triton_cache),
-                   "NBX_CACHE_DIR": str(root / "nbx-cache")}
-            done = subprocess.run([sys.executable, str(script), str(built["example"]), str(built["gpt2"])], env=env,
-                                  capture_output=True, text=True, timeout=600)
+            env = {
+                **os.environ,
+                "NBX_BACKEND": "aot",
+                "TRITON_CACHE_DIR": str(triton_cache),
+                "NBX_CACHE_DIR": str(root / "nbx-cache"),
+            }
+            done = subprocess.run(
+                [sys.executable, str(script), str(built["example"]), str(built["gpt2"])],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
             triton_cache.chmod(0o755)
             assert done.returncode == 0, done.stderr
             report = json.loads(done.stdout.strip().splitlines()[-1])
@@ -375,8 +399,11 @@ def test_registry_check_shows_the_bundle(built, capsys):
 
     assert main(["registry", "check", str(built["example"])]) == 0
     table = capsys.readouterr().out.split("kernel bundle (nbx compile)\n")[1]
-    assert table.split("\n")[1].split()[:3] == ["sm_90", built["example_report"]["triton"],
-                                                str(built["example_report"]["kernels"])]
+    assert table.split("\n")[1].split()[:3] == [
+        "sm_90",
+        built["example_report"]["triton"],
+        str(built["example_report"]["kernels"]),
+    ]
     assert "seq=8; seq=16" in table and "MiB" in table
     assert main(["registry", "check", str(built["example"]), "--format", "json"]) == 0
     document = json.loads(capsys.readouterr().out)
@@ -387,12 +414,15 @@ def test_registry_check_shows_the_bundle(built, capsys):
     assert json.loads(capsys.readouterr().out)["bundle"] == []
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--target", "sm90"], "write sm_NN"),
-    (["--target", "sm_90", "--dim", "seq=8,x"], "sizes are integers"),
-    (["--target", "sm_90", "--dim", "sequence=8"], "no symbolic dim named sequence"),
-    (["--target", "sm_90", "--dim", "seq=65"], "seq=65 lies outside the exported range 2..64"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--target", "sm90"], "write sm_NN"),
+        (["--target", "sm_90", "--dim", "seq=8,x"], "sizes are integers"),
+        (["--target", "sm_90", "--dim", "sequence=8"], "no symbolic dim named sequence"),
+        (["--target", "sm_90", "--dim", "seq=65"], "seq=65 lies outside the exported range 2..64"),
+    ],
+)
 def test_compile_refuses_bad_usage_before_compiling(args, message, capsys):
     from nbx_core.cli import main
 
@@ -408,8 +438,10 @@ def test_signatures_are_every_combination_of_the_sizes_given(tmp_path):
     graph = read_graph(write(tmp_path / "two.nbx", doc))
     assert bundle.signatures(graph, {}) == [{"batch": 2, "width": 4}]
     assert bundle.signatures(graph, {"width": [1, 8, 1]}) == [{"batch": 2, "width": 1}, {"batch": 2, "width": 8}]
-    assert bundle.signatures(graph, {"batch": [3, 5], "width": [2]}) == [{"batch": 3, "width": 2},
-                                                                       {"batch": 5, "width": 2}]
+    assert bundle.signatures(graph, {"batch": [3, 5], "width": [2]}) == [
+        {"batch": 3, "width": 2},
+        {"batch": 5, "width": 2},
+    ]
     assert bundle.signature_record(graph, {"batch": 3, "width": 2})["inputs"][1]["shape"] == [2, 3]
     doc["symbols"]["width"]["example"] = None
     graph = read_graph(write(tmp_path / "unknown.nbx", doc))
@@ -460,10 +492,20 @@ def test_load_on_the_gpu_launches_the_bundle_and_matches_an_unbundled_run(built,
     mask = np.zeros((2, 16), bool)
     mask[1, 12:] = True
     np.savez(tmp_path / "inputs.npz", src=x, mask=mask)
-    env = {**os.environ, "NBX_BACKEND": "cuda", "NBX_REQUIRE_BUNDLE": "1", "NBX_CACHE_DIR": str(tmp_path / "nbx"),
-           "TRITON_CACHE_DIR": str(tmp_path / "triton")}
-    done = subprocess.run([sys.executable, "-c", _ON_GPU, str(built["example"]), str(tmp_path / "inputs.npz"),
-                           str(tmp_path / "out.npy")], env=env, capture_output=True, text=True, timeout=600)
+    env = {
+        **os.environ,
+        "NBX_BACKEND": "cuda",
+        "NBX_REQUIRE_BUNDLE": "1",
+        "NBX_CACHE_DIR": str(tmp_path / "nbx"),
+        "TRITON_CACHE_DIR": str(tmp_path / "triton"),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", _ON_GPU, str(built["example"]), str(tmp_path / "inputs.npz"), str(tmp_path / "out.npy")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1]) == {"type": "BundledProgram", "compiled": 0}
     want = load(EXAMPLE)(src=x, src_key_padding_mask=mask).numpy()
@@ -472,9 +514,15 @@ def test_load_on_the_gpu_launches_the_bundle_and_matches_an_unbundled_run(built,
 
 
 def test_the_first_run_benchmark_parses_its_arguments_without_a_gpu(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "benchmarks.first_run", "--out", str(tmp_path), "--models",
-                           "bert,nope"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.first_run", "--out", str(tmp_path), "--models", "bert,nope"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert done.returncode == 2 and "--models: unknown nope" in done.stderr
-    done = subprocess.run([sys.executable, "-m", "benchmarks.first_run", "--help"], capture_output=True, text=True,
-                          timeout=300, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.first_run", "--help"], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
     assert done.returncode == 0 and "--models" in done.stdout

@@ -27,8 +27,9 @@ print(json.dumps({k: about[k] for k in ("launches", "zero_fills", "kernels", "fu
 def _describe(path, backend: str) -> dict:
     """prog.describe(...) in a fresh process on ``backend`` (this one's backend is fixed)."""
     env = dict(os.environ, NBX_BACKEND=backend)
-    done = subprocess.run([sys.executable, "-c", _DESCRIBE, str(path)], env=env, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", _DESCRIBE, str(path)], env=env, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 

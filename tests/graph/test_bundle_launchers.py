@@ -23,10 +23,19 @@ from nbx_core.runtime import launchers
 
 from .conftest import base_doc, base_weights, write
 
-_METADATA = {"target": {"backend": "cuda", "arch": 90, "warp_size": 32}, "num_warps": 4, "num_ctas": 1,
-             "shared": 0, "tensordesc_meta": [], "global_scratch_size": 0, "global_scratch_align": 1,
-             "profile_scratch_size": 0, "profile_scratch_align": 1, "launch_cooperative_grid": False,
-             "launch_pdl": False}
+_METADATA = {
+    "target": {"backend": "cuda", "arch": 90, "warp_size": 32},
+    "num_warps": 4,
+    "num_ctas": 1,
+    "shared": 0,
+    "tensordesc_meta": [],
+    "global_scratch_size": 0,
+    "global_scratch_align": 1,
+    "profile_scratch_size": 0,
+    "profile_scratch_align": 1,
+    "launch_cooperative_grid": False,
+    "launch_pdl": False,
+}
 
 
 def _kernel(tmp_path: Path, i: int, signature: dict, params: list[str] | None, name: str = "_k") -> tuple:
@@ -47,8 +56,9 @@ def _bundle(tmp_path: Path, kernels: dict) -> tuple[Path, bundle.Bundle]:
 
 def _distinct(tmp_path: Path, n: int) -> dict:
     """``n`` variants whose launchers differ (``n`` int arguments)."""
-    return dict(_kernel(tmp_path, i, {f"a{j}": "i32" for j in range(i + 1)}, [f"a{j}" for j in range(i + 1)])
-                for i in range(n))
+    return dict(
+        _kernel(tmp_path, i, {f"a{j}": "i32" for j in range(i + 1)}, [f"a{j}" for j in range(i + 1)]) for i in range(n)
+    )
 
 
 @pytest.fixture
@@ -62,20 +72,28 @@ def on_gpu(monkeypatch):
 
 def test_every_bundled_launcher_is_built_from_its_metadata_in_parameter_order(tmp_path, on_gpu):
     # The index sorts a signature's keys; the launcher takes the arguments in the kernel's order.
-    kernels = dict([
-        _kernel(tmp_path, 1, {"x": "*fp32", "n": "i32", "BLOCK": "constexpr", "pair": ["*fp16", "i64"]},
-                ["x", "pair", "n", "BLOCK"]),
-        _kernel(tmp_path, 2, {"y": "*bf16", "m": "i64"}, ["y", "m"], name="_other"),
-        # the same launcher as kernel 2 (another tile, same argument types): built once
-        _kernel(tmp_path, 3, {"y": "*bf16", "m": "i64"}, ["y", "m"], name="_other"),
-        # a bundle written before params were recorded: left to the first launch
-        _kernel(tmp_path, 4, {"z": "*fp32"}, None),
-    ])
+    kernels = dict(
+        [
+            _kernel(
+                tmp_path,
+                1,
+                {"x": "*fp32", "n": "i32", "BLOCK": "constexpr", "pair": ["*fp16", "i64"]},
+                ["x", "pair", "n", "BLOCK"],
+            ),
+            _kernel(tmp_path, 2, {"y": "*bf16", "m": "i64"}, ["y", "m"], name="_other"),
+            # the same launcher as kernel 2 (another tile, same argument types): built once
+            _kernel(tmp_path, 3, {"y": "*bf16", "m": "i64"}, ["y", "m"], name="_other"),
+            # a bundle written before params were recorded: left to the first launch
+            _kernel(tmp_path, 4, {"z": "*fp32"}, None),
+        ]
+    )
     _, found = _bundle(tmp_path, kernels)
     launchers.warm(list(found.kernels.values())).wait()
     got = sorted(((b.kernel, list(b.signature.items()), b.metadata["name"]) for b in on_gpu), key=str)
-    assert got == [("mod:_k", [("x", "*fp32"), ("pair", ("*fp16", "i64")), ("n", "i32"), ("BLOCK", "constexpr")], "_k"),
-                   ("mod:_other", [("y", "*bf16"), ("m", "i64")], "_other")]
+    assert got == [
+        ("mod:_k", [("x", "*fp32"), ("pair", ("*fp16", "i64")), ("n", "i32"), ("BLOCK", "constexpr")], "_k"),
+        ("mod:_other", [("y", "*bf16"), ("m", "i64")], "_other"),
+    ]
     assert on_gpu[0].metadata["target"] == _METADATA["target"]
 
 
@@ -170,8 +188,9 @@ def test_build_hands_triton_the_launcher_inputs_a_compiled_kernel_would(monkeypa
     made = []
     per_signature = hasattr(nv, "make_launcher")  # Triton 3.6 compiles a C module per signature; 3.9 has none
     if per_signature:
-        monkeypatch.setattr(nv, "compile_module_from_src", lambda src, name, **kw: made.append(src) or SimpleNamespace(
-            launch=None))
+        monkeypatch.setattr(
+            nv, "compile_module_from_src", lambda src, name, **kw: made.append(src) or SimpleNamespace(launch=None)
+        )
         monkeypatch.setattr(nv, "library_dirs", lambda: [])
 
     def launcher_cls(src, metadata):

@@ -46,8 +46,14 @@ def _compare(got: NBXTensor, want: torch.Tensor) -> None:
 def test_model_matches_torch(model, kind, tmp_path):
     case = CASES[model]()
     registry = _registry(kind, case.plugins)
-    path = export_module(case.module, case.args, tmp_path / f"{model}.nbx", case.dynamic_shapes,
-                         example_kwargs=case.kwargs, registry=registry)
+    path = export_module(
+        case.module,
+        case.args,
+        tmp_path / f"{model}.nbx",
+        case.dynamic_shapes,
+        example_kwargs=case.kwargs,
+        registry=registry,
+    )
     prog = load(path, registry=registry, device=kernel_device_type())
     for args, kwargs in case.runs:
         if not numeric():  # the aot backend runs no program: it compiles every kernel a run launches

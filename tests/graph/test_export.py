@@ -57,16 +57,38 @@ def test_aliases_inplace_getitem_sym_and_diff(tmp_path):
     registry = torch_registry()
     batch = torch.export.Dim("batch", min=1, max=8)
     x, y = torch.randn(4, 6), torch.randn(4, 6)
-    path = _run_both(Misc(), (x, y), tmp_path / "misc.nbx", registry, ({0: batch}, {0: batch}),
-                     runs=[(x, y), (torch.randn(3, 6), torch.randn(3, 6))])
+    path = _run_both(
+        Misc(),
+        (x, y),
+        tmp_path / "misc.nbx",
+        registry,
+        ({0: batch}, {0: batch}),
+        runs=[(x, y), (torch.randn(3, 6), torch.randn(3, 6))],
+    )
     ops = _ops(path)
-    assert not any(o.split("::")[1].split(".")[0] in ("multiply", "true_divide", "greater", "subtract", "absolute",
-                                                       "concatenate", "__and__", "diff", "add_", "sym_size")
-                   for o in ops), ops
+    assert not any(
+        o.split("::")[1].split(".")[0]
+        in (
+            "multiply",
+            "true_divide",
+            "greater",
+            "subtract",
+            "absolute",
+            "concatenate",
+            "__and__",
+            "diff",
+            "add_",
+            "sym_size",
+        )
+        for o in ops
+    ), ops
     doc = json.loads((path / "graph.json").read_text())
     assert doc["symbols"]["batch"] == {"min": 1, "max": 8, "example": 4}
-    assert any({"sym": "2*batch"} in n["args"][1] for n in doc["nodes"] if n["op"].startswith("aten::view")
-               or n["op"].startswith("aten::reshape"))
+    assert any(
+        {"sym": "2*batch"} in n["args"][1]
+        for n in doc["nodes"]
+        if n["op"].startswith("aten::view") or n["op"].startswith("aten::reshape")
+    )
 
 
 def test_sdpa_stays_when_registered_and_is_decomposed_when_not(tmp_path):
@@ -93,8 +115,10 @@ def test_op_without_kernel_or_decomposition_is_reported(tmp_path):
     message = str(info.value)
     assert "2 ops have no kernel in the registry and no decomposition" in message
     assert "aten::sort.default: provided by nbx-index" in message and "aten::cumsum.default" in message
-    assert message.endswith("\nInstall or upgrade the NBX distributions that provide them (pip install -U nbx-index "
-                            "nbx-reduction), or register kernels for these names (docs/plugins.md)")
+    assert message.endswith(
+        "\nInstall or upgrade the NBX distributions that provide them (pip install -U nbx-index "
+        "nbx-reduction), or register kernels for these names (docs/plugins.md)"
+    )
     assert not (tmp_path / "s.nbx").exists()
 
 
@@ -113,15 +137,18 @@ def test_missing_ops_error_names_plugins_only_when_some_would_provide_them(tmp_p
         export_module(Custom(), (torch.randn(3),), tmp_path / "c.nbx", registry=torch_registry())
     message = str(info.value)
     assert "nbxtest::twice.default: no installed plugin registers it" in message
-    assert message.endswith("\nNo NBX distribution provides them: register kernels for them in a plugin "
-                            "(docs/plugins.md)")
+    assert message.endswith(
+        "\nNo NBX distribution provides them: register kernels for them in a plugin (docs/plugins.md)"
+    )
     ep = torch.export.export(Custom(), (torch.randn(3),))
     with pytest.raises(ExportError) as info:
         export(ep, tmp_path / "c.nbx", available=["aten::add"])
     message = str(info.value)
     assert "nbxtest::twice.default: not in the given list of available ops" in message
-    assert message.endswith("\nAdd them to available= if the installation the graph is for provides them, or "
-                            "register kernels for them (docs/plugins.md)")
+    assert message.endswith(
+        "\nAdd them to available= if the installation the graph is for provides them, or "
+        "register kernels for them (docs/plugins.md)"
+    )
     assert "Install the plugins named" not in message
 
 
@@ -129,8 +156,11 @@ def test_export_refuses_to_replace_a_directory_that_is_not_a_graph(tmp_path):
     target = tmp_path / "results"
     target.mkdir()
     (target / "run1.csv").write_text("a,b")
-    with pytest.raises(ExportError, match=rf"^{target}: cannot save the graph there: {target} is a directory that is "
-                                          r"not an NBX graph \(it holds run1\.csv\)"):
+    with pytest.raises(
+        ExportError,
+        match=rf"^{target}: cannot save the graph there: {target} is a directory that is "
+        r"not an NBX graph \(it holds run1\.csv\)",
+    ):
         export_module(nn.ReLU(), (torch.randn(3),), target, registry=torch_registry())
     assert [p.name for p in target.iterdir()] == ["run1.csv"]
 
@@ -146,19 +176,29 @@ def test_export_emits_no_future_warning(tmp_path):
     registry = torch_registry()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        export_module(nn.ReLU(), (torch.randn(3, 4),), tmp_path / "r.nbx", ({0: torch.export.Dim("n", max=9)},),
-                      registry=registry)
+        export_module(
+            nn.ReLU(), (torch.randn(3, 4),), tmp_path / "r.nbx", ({0: torch.export.Dim("n", max=9)},), registry=registry
+        )
         with pytest.raises(ExportError):
             export_module(Nonzero(), (torch.randn(3, 4),), tmp_path / "z.nbx", registry=registry)
-    ours = [f"{w.filename}:{w.lineno}: {w.message}" for w in caught
-            if issubclass(w.category, FutureWarning) and "nbx_core" in w.filename]
+    ours = [
+        f"{w.filename}:{w.lineno}: {w.message}"
+        for w in caught
+        if issubclass(w.category, FutureWarning) and "nbx_core" in w.filename
+    ]
     assert ours == []
 
 
 def test_dim_without_upper_bound_exports_as_unbounded(tmp_path):
     registry = torch_registry()
-    path = _run_both(nn.ReLU(), (torch.randn(3, 4),), tmp_path / "u.nbx", registry,
-                     ({0: torch.export.Dim("n", min=2)},), runs=[(torch.randn(3, 4),), (torch.randn(11, 4),)])
+    path = _run_both(
+        nn.ReLU(),
+        (torch.randn(3, 4),),
+        tmp_path / "u.nbx",
+        registry,
+        ({0: torch.export.Dim("n", min=2)},),
+        runs=[(torch.randn(3, 4),), (torch.randn(11, 4),)],
+    )
     assert read_graph(path).symbols["n"].max is None
 
 

@@ -20,16 +20,22 @@ from nbx_core.graph.validate import load_weights
 from .conftest import base_weights, write
 
 ARRAYS = {
-    "bool": np.array([True, False]), "uint8": np.arange(3, dtype=np.uint8), "int64": np.arange(3) - 1,
-    "float16": np.ones(2, np.float16), "bfloat16": np.array([1.5, -2], ml_dtypes.bfloat16),
-    "float32": np.zeros((2, 0), np.float32), "complex64": np.array([1 + 2j], np.complex64),
-    "float8_e4m3fn": np.array([0.5, 2], ml_dtypes.float8_e4m3fn), "float64": np.array(3.0),
+    "bool": np.array([True, False]),
+    "uint8": np.arange(3, dtype=np.uint8),
+    "int64": np.arange(3) - 1,
+    "float16": np.ones(2, np.float16),
+    "bfloat16": np.array([1.5, -2], ml_dtypes.bfloat16),
+    "float32": np.zeros((2, 0), np.float32),
+    "complex64": np.array([1 + 2j], np.complex64),
+    "float8_e4m3fn": np.array([0.5, 2], ml_dtypes.float8_e4m3fn),
+    "float64": np.array(3.0),
 }
 
 
 def test_every_dtype_round_trips(tmp_path, doc):
-    doc["weights"] = [{"name": f"w_{d}", "key": d, "kind": "constant", "dtype": d, "shape": list(a.shape)}
-                      for d, a in ARRAYS.items()]
+    doc["weights"] = [
+        {"name": f"w_{d}", "key": d, "kind": "constant", "dtype": d, "shape": list(a.shape)} for d, a in ARRAYS.items()
+    ]
     doc["nodes"] = [n for n in doc["nodes"] if n["name"] == "relu"]
     doc["nodes"][0]["args"] = [{"ref": "x"}]
     loaded = load_weights(read_graph(write(tmp_path / "g.nbx", doc, ARRAYS)))
@@ -85,17 +91,27 @@ def _smaller(doc):
     return doc
 
 
-@pytest.mark.parametrize("content", [{"precious.txt": "data"}, {"graph.json": "{}", "notes.md": "mine"},
-                                     {"graph.json": '{"format": "onnx"}'}, {"weights.safetensors": "x"},
-                                     {"graph.json": "[[[[", "weights.safetensors": "x"}])
+@pytest.mark.parametrize(
+    "content",
+    [
+        {"precious.txt": "data"},
+        {"graph.json": "{}", "notes.md": "mine"},
+        {"graph.json": '{"format": "onnx"}'},
+        {"weights.safetensors": "x"},
+        {"graph.json": "[[[[", "weights.safetensors": "x"},
+    ],
+)
 def test_save_refuses_to_replace_a_directory_that_is_not_a_graph(tmp_path, doc, content):
     target = tmp_path / "mine"
     target.mkdir()
     for name, text in content.items():
         (target / name).write_text(text)
-    with pytest.raises(ExportError, match=rf"^{target}: cannot save the graph there: {target} is a directory that is "
-                                          r"not an NBX graph \(it holds .*\), and saving would delete it; nothing was "
-                                          rf"written\. Save to another path, or move or delete {target} yourself"):
+    with pytest.raises(
+        ExportError,
+        match=rf"^{target}: cannot save the graph there: {target} is a directory that is "
+        r"not an NBX graph \(it holds .*\), and saving would delete it; nothing was "
+        rf"written\. Save to another path, or move or delete {target} yourself",
+    ):
         write(target, doc)
     assert {p.name: p.read_text() for p in target.iterdir()} == content
     assert [p.name for p in tmp_path.iterdir()] == ["mine"]

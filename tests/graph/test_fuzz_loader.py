@@ -40,8 +40,14 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "encoder_block.nbx"
 
 def fuzz(examples: int) -> settings:
     """Settings of a fuzz test: its own example count, whatever the profile, and reproducible."""
-    return settings(max_examples=examples, deadline=None, derandomize=True, database=None, print_blob=False,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        print_blob=False,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
 
 
 class _TooSlow(Exception):
@@ -73,26 +79,74 @@ def bounded(seconds: float = SECONDS) -> Iterator[None]:
 # -- mutating JSON -------------------------------------------------------------------------------------
 
 NAMES = ["x", "w", "b", "mul", "add", "relu", "src", "linear", "seq", "batch", "lin.w", "norm1.weight", ""]
-WORDS = ["nbx-graph", "float32", "bool", "bfloat16", "int64", "parameter", "buffer", "constant", "user_input",
-         "aten::relu.default", "aten::view.default", "aten::add.Tensor", "test::sized_ones.default", "::", "a::b.c.d",
-         "inf", "nan", "-inf", "cpu", "strided", "F32", "I64", "BOOL", "F8_E4M3", "U16", "__metadata__"]
-EXPRS = ["seq", "batch", "2*seq", "seq**seq**seq**seq", "-" * 5000 + "seq", "seq//(seq-seq)", "seq**-1", "max(seq)",
-         "(" * 70 + "seq" + ")" * 70, "seq % 0", "2**62 + 1", "seq*" * 900 + "seq", "seq\n", "1_000", "nope"]
+WORDS = [
+    "nbx-graph",
+    "float32",
+    "bool",
+    "bfloat16",
+    "int64",
+    "parameter",
+    "buffer",
+    "constant",
+    "user_input",
+    "aten::relu.default",
+    "aten::view.default",
+    "aten::add.Tensor",
+    "test::sized_ones.default",
+    "::",
+    "a::b.c.d",
+    "inf",
+    "nan",
+    "-inf",
+    "cpu",
+    "strided",
+    "F32",
+    "I64",
+    "BOOL",
+    "F8_E4M3",
+    "U16",
+    "__metadata__",
+]
+EXPRS = [
+    "seq",
+    "batch",
+    "2*seq",
+    "seq**seq**seq**seq",
+    "-" * 5000 + "seq",
+    "seq//(seq-seq)",
+    "seq**-1",
+    "max(seq)",
+    "(" * 70 + "seq" + ")" * 70,
+    "seq % 0",
+    "2**62 + 1",
+    "seq*" * 900 + "seq",
+    "seq\n",
+    "1_000",
+    "nope",
+]
 INTS = [0, 1, -1, 2, 3, 8, 2**31, 2**53 + 1, 2**62, 2**62 + 1, 2**63, 2**64, -(2**63), 10**30]
 
 leaves = st.one_of(
-    st.none(), st.booleans(), st.sampled_from(INTS), st.integers(-100, 100),
-    st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=12),
+    st.none(),
+    st.booleans(),
+    st.sampled_from(INTS),
+    st.integers(-100, 100),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=12),
     st.sampled_from(NAMES + WORDS + EXPRS),
-    st.builds(lambda tag, body: {tag: body},
-              st.sampled_from(["ref", "sym", "dtype", "device", "layout", "memory_format", "float", "complex"]),
-              st.one_of(st.sampled_from(NAMES + WORDS + EXPRS), st.sampled_from(INTS),
-                        st.lists(st.integers(), max_size=3))),
+    st.builds(
+        lambda tag, body: {tag: body},
+        st.sampled_from(["ref", "sym", "dtype", "device", "layout", "memory_format", "float", "complex"]),
+        st.one_of(st.sampled_from(NAMES + WORDS + EXPRS), st.sampled_from(INTS), st.lists(st.integers(), max_size=3)),
+    ),
 )
 values = st.recursive(
-    leaves, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                    st.dictionaries(st.sampled_from(NAMES + WORDS), inner, max_size=4)),
-    max_leaves=12)
+    leaves,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.sampled_from(NAMES + WORDS), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
 
 
 def _slots(doc: Any) -> list[tuple[Any, Any]]:
@@ -122,8 +176,11 @@ def mutate(doc: Any, data: st.DataObject) -> Any:
         elif edit == "remove":
             del container[key]
         elif edit == "wrap":
-            container[key] = data.draw(st.sampled_from([[container[key]], {"ref": container[key]},
-                                                        {"sym": container[key]}, str(container[key])]))
+            container[key] = data.draw(
+                st.sampled_from(
+                    [[container[key]], {"ref": container[key]}, {"sym": container[key]}, str(container[key])]
+                )
+            )
         elif edit == "duplicate" and isinstance(container, list):
             container.insert(key, copy.deepcopy(container[key]))
         elif edit == "rename" and isinstance(container, dict):
@@ -140,7 +197,7 @@ def damage(text: bytes, data: st.DataObject) -> bytes:
     if how == "truncate":
         return text[:at]
     if how == "byte":
-        return text[:at] + bytes([data.draw(st.integers(0, 255))]) + text[at + 1:]
+        return text[:at] + bytes([data.draw(st.integers(0, 255))]) + text[at + 1 :]
     depth = data.draw(st.sampled_from([63, 64, 65, 900, 100_000]), label="depth")
     return text[:at] + b"[" * depth + b"]" * depth + text[at:]
 
@@ -199,11 +256,27 @@ def test_fuzzed_graph_json_loads_or_raises_an_nbx_error(sources, data):
 
 def _header(blob: bytes) -> tuple[Any, bytes]:
     (length,) = struct.unpack("<Q", blob[:8])
-    return json.loads(blob[8:8 + length]), blob[8 + length:]
+    return json.loads(blob[8 : 8 + length]), blob[8 + length :]
 
 
-CODES = ["BOOL", "U8", "I8", "I16", "I32", "I64", "F16", "BF16", "F32", "F64", "C64", "F8_E4M3", "F8_E5M2", "U16",
-         "F8_E8M0", "F4"]
+CODES = [
+    "BOOL",
+    "U8",
+    "I8",
+    "I16",
+    "I32",
+    "I64",
+    "F16",
+    "BF16",
+    "F32",
+    "F64",
+    "C64",
+    "F8_E4M3",
+    "F8_E5M2",
+    "U16",
+    "F8_E8M0",
+    "F4",
+]
 
 
 def edit_entry(header: dict[str, Any], data: st.DataObject) -> dict[str, Any]:
@@ -238,7 +311,7 @@ def test_fuzzed_safetensors_header_loads_or_raises_an_nbx_error(sources, data):
     if how == "bytes":
         encoded = damage(encoded, data)
         length = data.draw(st.sampled_from([0, 1, 7, len(encoded), len(encoded) + 1, 2**32, 2**63]), label="length")
-        body = body[:data.draw(st.integers(0, len(body)), label="body")]
+        body = body[: data.draw(st.integers(0, len(body)), label="body")]
     path = sources["scratch"]
     path.mkdir(exist_ok=True)
     (path / "graph.json").write_text(json.dumps(doc))
@@ -247,30 +320,70 @@ def test_fuzzed_safetensors_header_loads_or_raises_an_nbx_error(sources, data):
         _load(path, registry)
 
 
-TOKENS = ["seq", "batch", "n", "0", "1", "2", "7", "62", "63", "64", "65", "4611686018427387904", "+", "-", "*", "//",
-          "%", "**", "(", ")", ",", "max(", "min(", " ", "\t", "/", ".", "e", "_", "if", "None", "é", "\n", "0x1"]
+TOKENS = [
+    "seq",
+    "batch",
+    "n",
+    "0",
+    "1",
+    "2",
+    "7",
+    "62",
+    "63",
+    "64",
+    "65",
+    "4611686018427387904",
+    "+",
+    "-",
+    "*",
+    "//",
+    "%",
+    "**",
+    "(",
+    ")",
+    ",",
+    "max(",
+    "min(",
+    " ",
+    "\t",
+    "/",
+    ".",
+    "e",
+    "_",
+    "if",
+    "None",
+    "é",
+    "\n",
+    "0x1",
+]
 grammatical = st.recursive(
     st.one_of(st.sampled_from(["seq", "batch", "n"]), st.integers(0, 2**62).map(str), st.integers(0, 9).map(str)),
     lambda inner: st.one_of(
         st.tuples(inner, st.sampled_from([" + ", "-", "*", "//", " % "]), inner).map("".join),
-        inner.map(lambda e: f"-{e}"), inner.map(lambda e: f"({e})"),
+        inner.map(lambda e: f"-{e}"),
+        inner.map(lambda e: f"({e})"),
         st.tuples(inner, st.integers(0, 64)).map(lambda p: f"({p[0]})**{p[1]}"),
         st.tuples(st.sampled_from(["max", "min"]), st.lists(inner, min_size=2, max_size=3)).map(
-            lambda p: f"{p[0]}({', '.join(p[1])})"),
+            lambda p: f"{p[0]}({', '.join(p[1])})"
+        ),
     ),
     max_leaves=8,
 )
 expressions = st.one_of(
-    grammatical, grammatical,
+    grammatical,
+    grammatical,
     st.lists(st.sampled_from(TOKENS), max_size=40).map("".join),
     st.text(max_size=40),
     st.sampled_from(EXPRS),
     st.tuples(st.sampled_from(["-", "(", "max(1,", "seq**2*", "seq+"]), st.integers(1, 6000)).map(
-        lambda p: p[0] * p[1] + "seq" + (")" * p[1] if "(" in p[0] else "")),
+        lambda p: p[0] * p[1] + "seq" + (")" * p[1] if "(" in p[0] else "")
+    ),
 )
 sizes = st.one_of(st.integers(0, 70), st.integers(0, 2**62))
-dims = st.one_of(st.fixed_dictionaries({name: sizes for name in ("seq", "batch", "n")}),
-                 st.fixed_dictionaries({}, optional={name: sizes for name in ("seq", "batch", "n")}))
+dims = st.one_of(
+    st.fixed_dictionaries({name: sizes for name in ("seq", "batch", "n")}),
+    st.fixed_dictionaries({}, optional={name: sizes for name in ("seq", "batch", "n")}),
+)
 
 
 def _python(text: str, bound: dict[str, int]) -> int:
@@ -304,4 +417,3 @@ def test_bounded_catches_a_slow_or_large_example():
     with pytest.raises(ZeroDivisionError):
         with bounded():
             _ = 1 // 0
-

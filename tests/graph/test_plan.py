@@ -29,8 +29,9 @@ def _outputs(value):
 @pytest.mark.parametrize("model", list(CASES))
 def test_planned_and_fused_runs_equal_node_by_node_runs(model, tmp_path):
     case = CASES[model]()
-    path = export_module(case.module, case.args, tmp_path / f"{model}.nbx", case.dynamic_shapes,
-                         example_kwargs=case.kwargs)
+    path = export_module(
+        case.module, case.args, tmp_path / f"{model}.nbx", case.dynamic_shapes, example_kwargs=case.kwargs
+    )
     modes = {}
     for name, planning, fusion in (("nodes", False, False), ("planned", True, False), ("fused", True, True)):
         prog = load(path, device=kernel_device_type())
@@ -66,10 +67,20 @@ def test_a_run_steered_by_host_reads_is_not_planned(tmp_path, doc):
     # y = x * item(sum(x)): the scale is read back to the host during the run.
     doc["nodes"] = [
         {"name": "s", "op": "aten::sum.default", "args": [{"ref": "x"}], "kwargs": {}, "outputs": ["s"]},
-        {"name": "v", "op": "aten::_local_scalar_dense.default", "args": [{"ref": "s"}], "kwargs": {},
-         "outputs": ["v"]},
-        {"name": "relu", "op": "aten::mul.Tensor", "args": [{"ref": "x"}, {"ref": "v"}], "kwargs": {},
-         "outputs": ["relu"]},
+        {
+            "name": "v",
+            "op": "aten::_local_scalar_dense.default",
+            "args": [{"ref": "s"}],
+            "kwargs": {},
+            "outputs": ["v"],
+        },
+        {
+            "name": "relu",
+            "op": "aten::mul.Tensor",
+            "args": [{"ref": "x"}, {"ref": "v"}],
+            "kwargs": {},
+            "outputs": ["relu"],
+        },
     ]
     prog = load(write(tmp_path / "h.nbx", doc), device=kernel_device_type())
     x = np.arange(8, dtype=np.float32).reshape(2, 4)
@@ -81,8 +92,7 @@ def test_a_run_steered_by_host_reads_is_not_planned(tmp_path, doc):
 
 def test_kernels_that_compute_outside_nbx_are_not_replayed(tmp_path):
     registry = torch_registry()
-    path = export_module(CASES["gpt_block"]().module, (torch.randn(2, 5, 32),), tmp_path / "t.nbx",
-                         registry=registry)
+    path = export_module(CASES["gpt_block"]().module, (torch.randn(2, 5, 32),), tmp_path / "t.nbx", registry=registry)
     prog = load(path, registry=registry, device="cpu")
     x1, x2 = np.random.default_rng(0).standard_normal((2, 2, 5, 32), dtype=np.float32)
     a = prog(x1).numpy().copy()
@@ -102,8 +112,14 @@ def test_the_arena_never_overlaps_buffers_alive_at_once(buffers):
             alive_together = lifetimes[i][0] < lifetimes[j][1] and lifetimes[j][0] < lifetimes[i][1]
             if alive_together:
                 assert offsets[i] + sizes[i] <= offsets[j] or offsets[j] + sizes[j] <= offsets[i]
-    peak = max(sum(-(-sizes[i] // arena.ALIGN) * arena.ALIGN for i in range(len(sizes))
-                   if lifetimes[i][0] <= t < lifetimes[i][1]) for t in range(61))
+    peak = max(
+        sum(
+            -(-sizes[i] // arena.ALIGN) * arena.ALIGN
+            for i in range(len(sizes))
+            if lifetimes[i][0] <= t < lifetimes[i][1]
+        )
+        for t in range(61)
+    )
     assert total <= 2 * peak
 
 
@@ -121,8 +137,9 @@ def test_batch_norm_and_relu_after_a_convolution_run_as_one_fused_kernel(tmp_pat
     assert plan["fused"]["epilogues"] == 0, plan
     assert plan["kernels"]["_conv_kernel"] == 2 and plan["kernels"]["_pointwise_kernel"] == 2, plan
     assert plan["kernels"]["fused"] >= 2, plan
-    np.testing.assert_allclose(_outputs(prog(*case.args))[0], case.module(*case.args).detach().numpy(),
-                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        _outputs(prog(*case.args))[0], case.module(*case.args).detach().numpy(), rtol=1e-5, atol=1e-5
+    )
 
 
 class _ConvBlocks(torch.nn.Module):
@@ -204,4 +221,4 @@ def test_an_epilogue_takes_its_shapes_and_strides_spread_out(tmp_path):
     assert len(fused) == 1
     epi = next(a for a in fused[0].args if type(a) is tuple and len(a) > 4)
     assert not any(type(v) is tuple for v in epi), epi
-    assert any(epi[i:i + 2] == (0, 1) for i in range(len(epi) - 1)), epi  # the bias's strides, spread
+    assert any(epi[i : i + 2] == (0, 1) for i in range(len(epi) - 1)), epi  # the bias's strides, spread

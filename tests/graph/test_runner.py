@@ -86,8 +86,15 @@ def test_symbolic_dims_bind_consistently(tmp_path, doc, np_registry):
 
 
 def test_symbolic_args_and_devices_are_evaluated(tmp_path, doc, np_registry):
-    doc["nodes"].append(_node("ones", "test::sized_ones.default", [{"ref": "x"}, [{"sym": "batch*2 + 1"}, 3]],
-                              dtype={"dtype": "float32"}, device={"device": "cpu"}))
+    doc["nodes"].append(
+        _node(
+            "ones",
+            "test::sized_ones.default",
+            [{"ref": "x"}, [{"sym": "batch*2 + 1"}, 3]],
+            dtype={"dtype": "float32"},
+            device={"device": "cpu"},
+        )
+    )
     doc["outputs"].append({"name": "ones", "dtype": "float32", "shape": ["2*batch + 1", 3]})
     prog = load(write(tmp_path / "g.nbx", doc), registry=np_registry)
     _, ones = prog(np.zeros((3, 4), np.float32))
@@ -96,8 +103,10 @@ def test_symbolic_args_and_devices_are_evaluated(tmp_path, doc, np_registry):
 
 def test_in_place_mutation_is_seen_by_later_readers(tmp_path, doc, np_registry):
     # c = relu(...); add_(c, 1) -> d; e = c * 2 must read the mutated c.
-    doc["nodes"] += [_node("d", "aten::add_.Tensor", [{"ref": "relu"}, 1.0]),
-                     _node("e", "aten::mul.Tensor", [{"ref": "relu"}, 2.0])]
+    doc["nodes"] += [
+        _node("d", "aten::add_.Tensor", [{"ref": "relu"}, 1.0]),
+        _node("e", "aten::mul.Tensor", [{"ref": "relu"}, 2.0]),
+    ]
     doc["outputs"] = [{"name": "e", "dtype": "float32", "shape": ["batch", 4]}]
     prog = load(write(tmp_path / "g.nbx", doc), registry=np_registry)
     np.testing.assert_array_equal(prog(X).numpy(), (_expected(X) + 1) * 2)
@@ -124,8 +133,11 @@ def test_mutation_target_must_exist(tmp_path, doc):
 def test_runtime_arity(tmp_path, doc, np_registry):
     doc["nodes"].append(_node("halves", "test::two_halves.default", [{"ref": "x"}]))
     path = write(tmp_path / "g.nbx", doc)
-    with pytest.raises(GraphArityError, match=r"node 3 'halves' \(test::two_halves.default\): the kernel returned 2 "
-                                              r"results but the node declares 1 outputs"):
+    with pytest.raises(
+        GraphArityError,
+        match=r"node 3 'halves' \(test::two_halves.default\): the kernel returned 2 "
+        r"results but the node declares 1 outputs",
+    ):
         load(path, registry=np_registry)(X)
 
 
@@ -147,8 +159,11 @@ def test_kernel_error_names_the_node(tmp_path, doc, np_registry):
 def test_wrong_output_dtype_is_reported(tmp_path, doc, np_registry):
     doc["outputs"][0]["dtype"] = "float16"
     prog = load(write(tmp_path / "g.nbx", doc), registry=np_registry)
-    with pytest.raises(GraphError, match=r"output 'relu' of node 2 'relu' \(aten::relu.default\): the kernel produced "
-                                         r"float32 \[2, 4\], the graph declares float16 \[2, 4\]"):
+    with pytest.raises(
+        GraphError,
+        match=r"output 'relu' of node 2 'relu' \(aten::relu.default\): the kernel produced "
+        r"float32 \[2, 4\], the graph declares float16 \[2, 4\]",
+    ):
         prog(X)
 
 
@@ -205,8 +220,10 @@ def test_kernel_nbx_error_keeps_class_and_names_node(tmp_path, doc, np_registry)
 def _permute_view_doc(doc):
     # x [batch, 4] -> permute -> [4, batch] -> view [4 * batch]: torch would refuse this view,
     # as NBX's eager view does; the runner copies where nothing in the graph writes in place.
-    doc["nodes"] = [_node("p", "aten::permute.default", [{"ref": "x"}, [1, 0]]),
-                    _node("v", "aten::view.default", [{"ref": "p"}, [-1]])]
+    doc["nodes"] = [
+        _node("p", "aten::permute.default", [{"ref": "x"}, [1, 0]]),
+        _node("v", "aten::view.default", [{"ref": "p"}, [-1]]),
+    ]
     doc["outputs"] = [{"name": "v", "dtype": "float32", "shape": ["4*batch"]}]
     return doc
 
@@ -238,8 +255,10 @@ def test_view_of_a_wrong_size_is_still_an_error(tmp_path, doc, np_registry):
 
 def test_view_copies_when_in_place_writes_touch_other_memory(tmp_path, doc, np_registry):
     doc = _permute_view_doc(doc)
-    doc["nodes"] += [_node("m", "aten::mul.Tensor", [{"ref": "x"}, 2.0]),
-                     _node("m1", "aten::add_.Tensor", [{"ref": "m"}, 1.0])]
+    doc["nodes"] += [
+        _node("m", "aten::mul.Tensor", [{"ref": "x"}, 2.0]),
+        _node("m1", "aten::add_.Tensor", [{"ref": "m"}, 1.0]),
+    ]
     doc["outputs"].append({"name": "m1", "dtype": "float32", "shape": ["batch", 4]})
     prog = load(write(tmp_path / "g.nbx", doc), registry=np_registry)
     v, m1 = prog(X)

@@ -61,48 +61,64 @@ def test_not_a_directory(tmp_path):
 MALFORMED = {
     "unknown_schema_version": (
         lambda d: d.update(version=7),
-        GraphVersionError, r"graph\.json: schema version 7 is not supported.*reads version 1"),
-    "not_an_nbx_graph": (
-        lambda d: d.update(format="onnx"),
-        GraphVersionError, "not an NBX graph"),
+        GraphVersionError,
+        r"graph\.json: schema version 7 is not supported.*reads version 1",
+    ),
+    "not_an_nbx_graph": (lambda d: d.update(format="onnx"), GraphVersionError, "not an NBX graph"),
     "undefined_value": (
         lambda d: d["nodes"][1]["args"].__setitem__(1, {"ref": "bias"}),
-        GraphReferenceError, r"graph\.json: node 1 'add' \(aten::add\.Tensor\): arg 1: refers to undefined value "
-        "'bias'"),
+        GraphReferenceError,
+        r"graph\.json: node 1 'add' \(aten::add\.Tensor\): arg 1: refers to undefined value "
+        "'bias'",
+    ),
     "value_defined_later": (
         lambda d: d["nodes"][0]["args"].__setitem__(0, {"ref": "relu"}),
-        GraphReferenceError, r"node 0 'mul'.*'relu'; it is defined later, by node 2"),
+        GraphReferenceError,
+        r"node 0 'mul'.*'relu'; it is defined later, by node 2",
+    ),
     "output_undefined": (
         lambda d: d["outputs"][0].update(name="ghost"),
-        GraphReferenceError, r"output 'ghost': refers to undefined value 'ghost'"),
+        GraphReferenceError,
+        r"output 'ghost': refers to undefined value 'ghost'",
+    ),
     "duplicate_value": (
         lambda d: d["nodes"][1].update(outputs=["mul"]),
-        GraphFormatError, r"node 1 'add'.*'mul' is defined twice \(first as an output of node 0"),
+        GraphFormatError,
+        r"node 1 'add'.*'mul' is defined twice \(first as an output of node 0",
+    ),
     "wrong_arity_known_op": (
         lambda d: d["nodes"][2].update(op="aten::native_layer_norm.default", outputs=["relu", "mean"]),
-        GraphArityError, r"node 2 'relu'.*declares 2 outputs but aten::native_layer_norm"
-        r"\.default returns 3"),
-    "no_outputs": (
-        lambda d: d["nodes"][0].update(outputs=[]),
-        GraphArityError, "node 0 'mul'.*declares no outputs"),
+        GraphArityError,
+        r"node 2 'relu'.*declares 2 outputs but aten::native_layer_norm"
+        r"\.default returns 3",
+    ),
+    "no_outputs": (lambda d: d["nodes"][0].update(outputs=[]), GraphArityError, "node 0 'mul'.*declares no outputs"),
     "bad_op_name": (
         lambda d: d["nodes"][0].update(op="mul"),
-        GraphFormatError, r"node 0 'mul' \(mul\).*not a valid op name"),
+        GraphFormatError,
+        r"node 0 'mul' \(mul\).*not a valid op name",
+    ),
     "bad_argument_tag": (
         lambda d: d["nodes"][0]["args"].append({"tensor": [1, 2]}),
-        GraphFormatError, r"node 0 'mul'.*unknown tag"),
-    "missing_key": (
-        lambda d: d["nodes"][0].pop("kwargs"),
-        GraphFormatError, r"node 0 'mul'.*missing key 'kwargs'"),
+        GraphFormatError,
+        r"node 0 'mul'.*unknown tag",
+    ),
+    "missing_key": (lambda d: d["nodes"][0].pop("kwargs"), GraphFormatError, r"node 0 'mul'.*missing key 'kwargs'"),
     "unknown_dtype": (
         lambda d: d["inputs"][0].update(dtype="complex128"),
-        GraphFormatError, r"input 'x'.*unknown dtype 'complex128'"),
+        GraphFormatError,
+        r"input 'x'.*unknown dtype 'complex128'",
+    ),
     "undeclared_symbol": (
         lambda d: d["inputs"][0].update(shape=["seq", 4]),
-        GraphFormatError, r"input 'x'.*undeclared symbols \['seq'\]"),
+        GraphFormatError,
+        r"input 'x'.*undeclared symbols \['seq'\]",
+    ),
     "bad_symbolic_expression": (
         lambda d: d["nodes"][0]["args"].append({"sym": "__import__('os')"}),
-        GraphFormatError, "is not a symbolic int expression"),
+        GraphFormatError,
+        "is not a symbolic int expression",
+    ),
 }
 
 
@@ -116,15 +132,21 @@ def test_a_malformed_document_names_the_file_and_the_place(graph, edit, error, m
 # name -> (change to the weights written, their dtypes, what the error says)
 BAD_WEIGHTS = {
     "missing_from_safetensors": (
-        lambda w: {k: v for k, v in w.items() if k != "lin.b"}, {"lin.w": "float32"},
+        lambda w: {k: v for k, v in w.items() if k != "lin.b"},
+        {"lin.w": "float32"},
         r"weights\.safetensors: weight 'b' \(key 'lin\.b', first used by node 1 'add' \(aten::add\.Tensor\)\): "
-        r"missing"),
+        r"missing",
+    ),
     "of_wrong_shape": (
-        lambda w: {**w, "lin.b": np.zeros(5, np.float32)}, {"lin.w": "float32", "lin.b": "float32"},
-        r"weight 'b' .*node 1 'add'.*holds float32 \[5\] but graph\.json declares float32 \[4\]"),
+        lambda w: {**w, "lin.b": np.zeros(5, np.float32)},
+        {"lin.w": "float32", "lin.b": "float32"},
+        r"weight 'b' .*node 1 'add'.*holds float32 \[5\] but graph\.json declares float32 \[4\]",
+    ),
     "of_wrong_dtype": (
-        lambda w: {**w, "lin.w": np.zeros(4, np.float16)}, {"lin.w": "float16", "lin.b": "float32"},
-        r"weight 'w' .*node 0 'mul'.*holds float16 \[4\]"),
+        lambda w: {**w, "lin.w": np.zeros(4, np.float16)},
+        {"lin.w": "float16", "lin.b": "float32"},
+        r"weight 'w' .*node 0 'mul'.*holds float16 \[4\]",
+    ),
 }
 
 

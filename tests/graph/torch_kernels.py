@@ -18,8 +18,13 @@ from nbx_core.dtypes import DType
 from nbx_core.ops import plugin as core_plugin
 from nbx_core.registry import Registry
 
-FAMILY_NAMES = tuple(n for f in opnames.FAMILIES if f != "core" for n in opnames.opset(f)
-                     if n not in opnames.opset("core") and n.startswith("aten::"))
+FAMILY_NAMES = tuple(
+    n
+    for f in opnames.FAMILIES
+    if f != "core"
+    for n in opnames.opset(f)
+    if n not in opnames.opset("core") and n.startswith("aten::")
+)
 _BY_KEY = {"memory_format": lambda s: getattr(torch, s), "layout": lambda s: getattr(torch, s)}
 
 

@@ -123,8 +123,7 @@ def test_index_add(dtype):
     x = make((4, 5), dtype)
     for _, t in layouts(x):
         check_op("aten::index_add", t, 1, torch.tensor([1, 1, 4]), make((4, 3), dtype, seed=2))
-        check_op("aten::index_add", t, 0, torch.tensor([3, 0], dtype=torch.int32), make((2, 5), dtype, seed=3),
-                 alpha=2)
+        check_op("aten::index_add", t, 0, torch.tensor([3, 0], dtype=torch.int32), make((2, 5), dtype, seed=3), alpha=2)
     if dtype == "float32":
         check_op("aten::index_add", x, -1, torch.tensor([0, 0]), make((4, 2), seed=4), alpha=-0.5)
     check_op("aten::index_add", make((), dtype), 0, torch.tensor([0]), make((), dtype, seed=5))
@@ -183,8 +182,18 @@ def test_embedding_bag(mode, padding_idx):
     idx = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9])
     check_op("aten::_embedding_bag", w, idx, torch.tensor([0, 4, 4]), False, mode, False, None, False, padding_idx)
     check_op("aten::_embedding_bag", w, idx, torch.tensor([0, 3, 8]), False, mode, False, None, True, padding_idx)
-    check_op("aten::_embedding_bag", w.t().contiguous().t(), idx.int(), torch.tensor([0, 1], dtype=torch.int32),
-             False, mode, False, None, False, padding_idx)
+    check_op(
+        "aten::_embedding_bag",
+        w.t().contiguous().t(),
+        idx.int(),
+        torch.tensor([0, 1], dtype=torch.int32),
+        False,
+        mode,
+        False,
+        None,
+        False,
+        padding_idx,
+    )
 
 
 def test_embedding_bag_weights_and_dtypes():
@@ -192,8 +201,9 @@ def test_embedding_bag_weights_and_dtypes():
     off = torch.tensor([0, 4])
     check_op("aten::_embedding_bag", make((10, 6)), idx, off, False, 0, False, make((8,), seed=4), False, -1)
     for dt in ("float16", "bfloat16"):
-        check_op("aten::_embedding_bag", make((10, 6), dt), idx, off, False, 1, False, None, False, -1,
-                 atol=2e-2, rtol=2e-2)
+        check_op(
+            "aten::_embedding_bag", make((10, 6), dt), idx, off, False, 1, False, None, False, -1, atol=2e-2, rtol=2e-2
+        )
 
 
 @needs_values
@@ -202,5 +212,4 @@ def test_embedding_bag_errors():
     with pytest.raises(IndexOutOfRangeError, match="aten::_embedding_bag"):
         run_op("aten::_embedding_bag", w, torch.tensor([11]), torch.tensor([0]), False, 0, False, None, False, -1)
     with pytest.raises(NbxError, match="per_sample_weights"):
-        run_op("aten::_embedding_bag", w, torch.tensor([1]), torch.tensor([0]), False, 1, False, make((1,)),
-               False, -1)
+        run_op("aten::_embedding_bag", w, torch.tensor([1]), torch.tensor([0]), False, 1, False, make((1,)), False, -1)

@@ -24,8 +24,9 @@ def test_sort_stable(dtype):
     for _, t in layouts(x):
         check_op("aten::sort.stable", t, stable=True)
     check_op("aten::sort.stable", x.t(), stable=True, dim=0, descending=True)
-    _check_consistent(x, run_op("aten::sort.stable", x, stable=False, dim=-1, descending=True),
-                      torch.sort(x, -1, descending=True))
+    _check_consistent(
+        x, run_op("aten::sort.stable", x, stable=False, dim=-1, descending=True), torch.sort(x, -1, descending=True)
+    )
 
 
 def _check_consistent(x, got, ref, dim=-1):
@@ -136,8 +137,7 @@ def test_isin(invert, dtype):
 
 
 def test_isin_nan():
-    check_op("aten::isin", torch.tensor([1.0, float("nan"), 2.0]),
-             torch.tensor([float("nan"), 2.0, float("nan")]))
+    check_op("aten::isin", torch.tensor([1.0, float("nan"), 2.0]), torch.tensor([float("nan"), 2.0, float("nan")]))
 
 
 def test_bad_dtypes():

@@ -103,8 +103,9 @@ def test_topk_k_beyond_register_sort(monkeypatch):
 def test_sort_merge_passes(monkeypatch, block):
     # Chunks of 16 and merge blocks of 8 (several programs per pair of runs) or two runs (one per
     # pair at first), on every backend: the merge kernel and its unpacking last pass are reached.
-    monkeypatch.setattr(S.SORT, "lookup", lambda *a, **kw: {"CHUNK": 16, "CHUNK_WARPS": 4, "MERGE_BLOCK": block,
-                                                            "MERGE_WARPS": 4})
+    monkeypatch.setattr(
+        S.SORT, "lookup", lambda *a, **kw: {"CHUNK": 16, "CHUNK_WARPS": 4, "MERGE_BLOCK": block, "MERGE_WARPS": 4}
+    )
     x = _ties((2, 100), "float32")
     x[0, 7], x[1, 50], x[1, 99] = float("nan"), -0.0, float("nan")
     for desc in (False, True):

@@ -13,8 +13,15 @@ from nbx_core.testing import numeric
 
 
 def _tiles(bm, bn, bk, group, warps, stages, **more):
-    return {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group, "num_warps": warps, "num_stages": stages,
-            **more}
+    return {
+        "BLOCK_M": bm,
+        "BLOCK_N": bn,
+        "BLOCK_K": bk,
+        "GROUP_M": group,
+        "num_warps": warps,
+        "num_stages": stages,
+        **more,
+    }
 
 
 # (dtype, M, N, K, layout, without the warp-specialized kernel) -> the tiles chosen before the
@@ -84,18 +91,21 @@ def test_user_cache_comes_first(tmp_path, monkeypatch):
 _CFG = _tiles(64, 64, 32, 4, 4, 2)
 
 
-@pytest.mark.parametrize(("entry", "why"), [
-    ({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "num_stages": 2}, r"missing \['GROUP_M'\]"),
-    ({**_CFG, "num_wraps": 4}, r"unknown keys \['num_wraps'\]"),
-    ({**_CFG, "BLOCK_K": 48}, "BLOCK_K must be a power of two"),
-    ({**_CFG, "num_stages": "3"}, "num_stages must be an integer"),
-    ({**_CFG, "SPLIT_K": 0}, "SPLIT_K must be an integer of at least 1"),
-    ({**_CFG, "TMA": 2}, "TMA must be 0 or 1"),
-    ({**_CFG, "PERSISTENT": -1}, "PERSISTENT must be an integer of at least 0"),
-    ({**_CFG, "BLOCK_M": 128, "WS": 2}, "WS must be 0 or 1"),
-    ({**_CFG, "WS": 1}, "WS needs BLOCK_M 128, num_warps 4 and no SPLIT_K"),
-    ([64, 64, 32], "must be a JSON object"),
-])
+@pytest.mark.parametrize(
+    ("entry", "why"),
+    [
+        ({"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "num_stages": 2}, r"missing \['GROUP_M'\]"),
+        ({**_CFG, "num_wraps": 4}, r"unknown keys \['num_wraps'\]"),
+        ({**_CFG, "BLOCK_K": 48}, "BLOCK_K must be a power of two"),
+        ({**_CFG, "num_stages": "3"}, "num_stages must be an integer"),
+        ({**_CFG, "SPLIT_K": 0}, "SPLIT_K must be an integer of at least 1"),
+        ({**_CFG, "TMA": 2}, "TMA must be 0 or 1"),
+        ({**_CFG, "PERSISTENT": -1}, "PERSISTENT must be an integer of at least 0"),
+        ({**_CFG, "BLOCK_M": 128, "WS": 2}, "WS must be 0 or 1"),
+        ({**_CFG, "WS": 1}, "WS needs BLOCK_M 128, num_warps 4 and no SPLIT_K"),
+        ([64, 64, 32], "must be a JSON object"),
+    ],
+)
 def test_bad_user_cache_entry_is_a_clear_error(tmp_path, monkeypatch, entry, why):
     # A hand-edited cache entry fails at lookup with the key, the file and the fix, not deep in a
     # launch (SPLIT_K 0 would divide by zero there).
@@ -150,23 +160,33 @@ def test_shipped_table_is_well_formed():
     for key, entry in table["shapes"].items():
         cls, m, n, k, *layout = key.split(":")
         assert cls in ("f16", "f32", "f64", "int") and [m[0], n[0], k[0]] == ["M", "N", "K"], key
-        assert configs.bucket_key({"f16": "bfloat16", "int": "int32"}.get(cls, "float" + cls[1:]), int(m[1:]),
-                                  int(n[1:]), int(k[1:]), *layout) == key
+        assert (
+            configs.bucket_key(
+                {"f16": "bfloat16", "int": "int32"}.get(cls, "float" + cls[1:]),
+                int(m[1:]),
+                int(n[1:]),
+                int(k[1:]),
+                *layout,
+            )
+            == key
+        )
         assert configs.GEMM.check(entry["config"], key) == entry["config"]
         assert (root / entry["source"]).is_file(), entry["source"]
     for rule in table["rules"]:
         assert configs.GEMM.check(rule["config"], "rule") == rule["config"] and (root / rule["source"]).is_file()
         assert set(rule["when"]) <= {"dtype", "layout", "max_M", "max_N", "max_K"}
-    candidates = [c for c in configs.CANDIDATES] + [c for s in tuning.SHAPE_CANDIDATES.values()
-                                                    for cs in s.values() for c in cs]
+    candidates = [c for c in configs.CANDIDATES] + [
+        c for s in tuning.SHAPE_CANDIDATES.values() for cs in s.values() for c in cs
+    ]
     assert all(configs.GEMM.check(c, "candidate") == c for c in candidates)
     assert any(c.get("TMA") for c in configs.CANDIDATES) and any(c.get("WS") for c in configs.CANDIDATES)
     # Behind every warp-specialized shape entry, one that serves where its kernel does not apply.
     for key, entry in table["shapes"].items():
         if entry["config"].get("WS"):
             cls, m, n, k, layout = key.split(":")
-            config = configs.GEMM.resolve("bfloat16", int(m[1:]), int(n[1:]), int(k[1:]), layout, target="sm_90",
-                                          skip=("WS",))[0]
+            config = configs.GEMM.resolve(
+                "bfloat16", int(m[1:]), int(n[1:]), int(k[1:]), layout, target="sm_90", skip=("WS",)
+            )[0]
             assert not config.get("WS"), key
 
 

@@ -41,7 +41,7 @@ def test_cdist_layouts_and_sizes():
     for _, x in layouts(make((5, 7))):
         check_op(C, x, y, 2.0, None)
         check_op(C, x, y, 2.0, 1)
-    check_op(C, make((3, 0)), make((4, 0)), 2.0, None)   # no features: zeros
+    check_op(C, make((3, 0)), make((4, 0)), 2.0, None)  # no features: zeros
     check_op(C, make((0, 3)), make((4, 3)), 2.0, None)
     check_op(C, make((2, 0, 3)), make((4, 3)), 1.0, None)
     check_op("aten::_cdist_forward.out", make((5, 7)), y, 2.0, None, out=torch.empty(5, 6))

@@ -15,32 +15,32 @@ def _check(eq, *shapes, dtype="float32", **kw):
 
 
 CASES = [
-    ("ij,jk->ik", (5, 9), (9, 7)),           # matmul
-    ("ij,jk", (5, 9), (9, 7)),               # implicit output
-    ("ba,ab", (2, 3), (3, 2)),               # implicit: nothing once, full contraction
-    ("Ab,bA->", (2, 3), (3, 2)),             # upper-case subscripts
-    ("ii->i", (4, 4)),                        # diagonal
-    ("ii", (4, 4)),                           # trace
+    ("ij,jk->ik", (5, 9), (9, 7)),  # matmul
+    ("ij,jk", (5, 9), (9, 7)),  # implicit output
+    ("ba,ab", (2, 3), (3, 2)),  # implicit: nothing once, full contraction
+    ("Ab,bA->", (2, 3), (3, 2)),  # upper-case subscripts
+    ("ii->i", (4, 4)),  # diagonal
+    ("ii", (4, 4)),  # trace
     ("iij->j", (3, 3, 5)),
     ("iji->j", (3, 5, 3)),
-    ("ij->", (2, 3)),                         # full sum
+    ("ij->", (2, 3)),  # full sum
     ("ij->j", (2, 3)),
-    ("ij->ji", (2, 3)),                       # pure permutation (a view)
-    ("i,j->ij", (3,), (4,)),                  # outer product
-    ("i,i->", (7,), (7,)),                    # dot
+    ("ij->ji", (2, 3)),  # pure permutation (a view)
+    ("i,j->ij", (3,), (4,)),  # outer product
+    ("i,i->", (7,), (7,)),  # dot
     ("bij,bjk->bik", (2, 5, 3), (2, 3, 4)),  # bmm
     ("bij,bkj->bik", (2, 5, 3), (2, 4, 3)),  # transposed operand
     ("...ij,...jk", (2, 1, 5, 3), (4, 3, 6)),  # ellipsis with broadcasting
     ("i...->...", (2, 3)),
     ("...->", (2, 3)),
     ("i...,i...->i", (2, 3, 4), (2, 1, 4)),
-    ("ij,j", (2, 1), (3,)),                  # size-1 dim broadcasts
+    ("ij,j", (2, 1), (3,)),  # size-1 dim broadcasts
     ("ijk,kj,i->k", (3, 4, 5), (5, 4), (3,)),  # three operands
-    ("ij,ik->", (3, 4), (3, 5)),             # private subscripts summed first
-    ("i->", (0,)),                            # 0-size
-    ("ij,jk->ik", (2, 0), (0, 3)),           # 0-size contraction: zeros
-    ("->", ()),                               # 0-dim
-    (" i j -> j i ", (2, 3)),                # spaces
+    ("ij,ik->", (3, 4), (3, 5)),  # private subscripts summed first
+    ("i->", (0,)),  # 0-size
+    ("ij,jk->ik", (2, 0), (0, 3)),  # 0-size contraction: zeros
+    ("->", ()),  # 0-dim
+    (" i j -> j i ", (2, 3)),  # spaces
 ]
 
 

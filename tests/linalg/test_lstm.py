@@ -17,8 +17,10 @@ def _params(layers, dirs, bias=True, proj=0, dtype="float32", inp=I):
     for layer in range(layers):
         for _ in range(dirs):
             width = inp if layer == 0 else dirs * (proj or H)
-            ps += [make((4 * H, width), dtype, seed=seed, low=-0.5, high=0.5),
-                   make((4 * H, proj or H), dtype, seed=seed + 1, low=-0.5, high=0.5)]
+            ps += [
+                make((4 * H, width), dtype, seed=seed, low=-0.5, high=0.5),
+                make((4 * H, proj or H), dtype, seed=seed + 1, low=-0.5, high=0.5),
+            ]
             if bias:
                 ps += [make((4 * H,), dtype, seed=seed + 2), make((4 * H,), dtype, seed=seed + 3)]
             if proj:
@@ -32,8 +34,11 @@ def _hx(layers, dirs, proj=0, dtype="float32", batch=B):
 
 
 CONFIGS = [  # layers, bidirectional, has_biases, batch_first, proj_size
-    (1, False, True, False, 0), (2, True, True, True, 0), (1, False, False, False, 0),
-    (2, False, True, False, 3), (1, True, True, True, 2),
+    (1, False, True, False, 0),
+    (2, True, True, True, 0),
+    (1, False, False, False, 0),
+    (2, False, True, False, 3),
+    (1, True, True, True, 2),
 ]
 
 
@@ -44,8 +49,19 @@ def test_lstm_input(cfg, dtype):
     dirs = 2 if bi else 1
     x = make((B, T, I) if bf else (T, B, I), dtype)
     tol = {} if dtype in ("float32", "float64") else {"rtol": 3e-2, "atol": 3e-2}
-    check_op(L_IN, x, _hx(layers, dirs, proj, dtype), _params(layers, dirs, bias, proj, dtype), bias, layers,
-             0.0, False, bi, bf, **tol)
+    check_op(
+        L_IN,
+        x,
+        _hx(layers, dirs, proj, dtype),
+        _params(layers, dirs, bias, proj, dtype),
+        bias,
+        layers,
+        0.0,
+        False,
+        bi,
+        bf,
+        **tol,
+    )
 
 
 def test_lstm_input_layouts_and_sizes():
@@ -62,8 +78,18 @@ def test_lstm_data_packed(bi):
     dirs = 2 if bi else 1
     packed = torch.nn.utils.rnn.pack_padded_sequence(make((T, B, I)), torch.tensor([4, 2, 1]))
     check_op(L_DATA, packed.data, packed.batch_sizes, _hx(2, dirs), _params(2, dirs), True, 2, 0.0, False, bi)
-    check_op(L_DATA, packed.data.double(), packed.batch_sizes, _hx(1, dirs, dtype="float64"),
-             _params(1, dirs, dtype="float64"), True, 1, 0.0, False, bi)
+    check_op(
+        L_DATA,
+        packed.data.double(),
+        packed.batch_sizes,
+        _hx(1, dirs, dtype="float64"),
+        _params(1, dirs, dtype="float64"),
+        True,
+        1,
+        0.0,
+        False,
+        bi,
+    )
 
 
 def test_bad_inputs():

@@ -45,8 +45,13 @@ def _check(name: str, dtype: torch.dtype, tmp_path, second_dim: bool) -> None:
         # The first call of a signature runs node by node and records its plan; the second replays
         # the plan, fused (GEMM and convolution epilogues, generated elementwise kernels).
         for way in ("first run", "plan replay"):
-            assert_close(prog(**x), want, rtol=rtol, atol=atol * scale,
-                         what=f"{name} ({dtype}) at {[tuple(v.shape) for v in x.values()]}, {way}")
+            assert_close(
+                prog(**x),
+                want,
+                rtol=rtol,
+                atol=atol * scale,
+                what=f"{name} ({dtype}) at {[tuple(v.shape) for v in x.values()]}, {way}",
+            )
 
 
 @pytest.mark.parametrize("name", zoo.names())
@@ -60,9 +65,28 @@ def test_benchmarked_model_matches_torch_in_bfloat16(name, tmp_path):
 
 
 def test_zoo_lists_the_required_architectures():
-    required = {"bert", "distilbert", "roberta", "t5_encoder", "bart_encoder", "gpt2", "llama", "qwen2", "mistral",
-                "vit", "clip_vision", "whisper_encoder", "wav2vec2", "resnet", "mobilenet_v3", "efficientnet",
-                "convnext", "swin", "unet", "lstm_tagger"}
+    required = {
+        "bert",
+        "distilbert",
+        "roberta",
+        "t5_encoder",
+        "bart_encoder",
+        "gpt2",
+        "llama",
+        "qwen2",
+        "mistral",
+        "vit",
+        "clip_vision",
+        "whisper_encoder",
+        "wav2vec2",
+        "resnet",
+        "mobilenet_v3",
+        "efficientnet",
+        "convnext",
+        "swin",
+        "unet",
+        "lstm_tagger",
+    }
     assert required <= set(zoo.names())
     for name in zoo.names():
         entry = zoo.ZOO[name]

@@ -18,8 +18,12 @@ FLOATS = ["float32", "float16", "bfloat16", "float64"]
 
 def _params(dtype: str, c: int = 3, mixed: bool = False) -> tuple[torch.Tensor, ...]:
     pd = "float32" if mixed else dtype
-    return (make((c,), pd, seed=1), make((c,), pd, seed=2), make((c,), pd, seed=3),
-            make((c,), pd, seed=4, low=0.5, high=2.0))
+    return (
+        make((c,), pd, seed=1),
+        make((c,), pd, seed=2),
+        make((c,), pd, seed=3),
+        make((c,), pd, seed=4, low=0.5, high=2.0),
+    )
 
 
 def _check_with_stats(name, x, w, b, rm, rv, *rest):
@@ -107,8 +111,7 @@ def test_native_batch_norm_legit(training):
     w, b, rm, rv = _params("float32")
     _check_with_stats("aten::_native_batch_norm_legit", make((4, 3, 5)), w, b, rm, rv, training, 0.1, 1e-5)
     # the no_stats overload: batch statistics only
-    check_op("aten::_native_batch_norm_legit.no_stats", make((4, 3, 5), "bfloat16"), None, None, True, 0.1,
-             1e-5)
+    check_op("aten::_native_batch_norm_legit.no_stats", make((4, 3, 5), "bfloat16"), None, None, True, 0.1, 1e-5)
     got = run_op("aten::_native_batch_norm_legit", make((4, 3)), w, b, training=True, momentum=0.1, eps=1e-5)
     assert_close(got, torch.ops.aten._native_batch_norm_legit.no_stats(make((4, 3)), w, b, True, 0.1, 1e-5))
 
@@ -141,27 +144,41 @@ def test_cudnn_batch_norm(training, dtype):
 def test_bad_inputs(on_cuda):
     x = make((4, 3, 5))
     w, b, rm, rv = _params("float32")
-    check_raises("aten::native_batch_norm", make((0, 3)), None, None, rm, rv, True, 0.1, 1e-5,
-                 match="at least one element")
+    check_raises(
+        "aten::native_batch_norm", make((0, 3)), None, None, rm, rv, True, 0.1, 1e-5, match="at least one element"
+    )
     check_raises("aten::native_batch_norm", make((3,)), None, None, None, None, True, 0.1, 1e-5, match="dims")
     check_raises("aten::native_batch_norm", x.int(), None, None, None, None, True, 0.1, 1e-5, match="float32")
     check_raises("aten::native_batch_norm", x.double(), None, None, rm, rv, True, 0.1, 1e-5, match="dtype")
-    check_raises("aten::native_batch_norm", make((4, 3), "bfloat16"), w.bfloat16(), None, rm, rv, True, 0.1,
-                 1e-5, match="dtype")
+    check_raises(
+        "aten::native_batch_norm", make((4, 3), "bfloat16"), w.bfloat16(), None, rm, rv, True, 0.1, 1e-5, match="dtype"
+    )
     # torch's CPU kernel reads past a too-short weight or running buffer; NBX refuses.
     for args in [(make((2,)), None, rm, rv), (None, None, make((4,)), rv), (None, make((2,)), None, None)]:
         with pytest.raises(NbxValueError, match="3 elements"):
             run_op("aten::native_batch_norm", x, *args, True, 0.1, 1e-5)
     # torch crashes on inference without running stats; NBX raises.
-    for name, args in [("aten::native_batch_norm", (None, None, False, 0.1, 1e-5)),
-                       ("aten::_native_batch_norm_legit", (False, 0.1, 1e-5))]:
+    for name, args in [
+        ("aten::native_batch_norm", (None, None, False, 0.1, 1e-5)),
+        ("aten::_native_batch_norm_legit", (False, 0.1, 1e-5)),
+    ]:
         with pytest.raises(NbxValueError, match="running_mean"):
             run_op(name, x, None, None, *args)
     with pytest.raises(NbxValueError, match="both"):
         run_op("aten::native_batch_norm", x, None, None, rm, None, True, 0.1, 1e-5)
     with pytest.raises(DeviceError, match="device"):
-        run_op("aten::batch_norm", from_torch(x), None, None, on_cuda(from_torch(rm)), from_torch(rv), False,
-               0.1, 1e-5, True)
+        run_op(
+            "aten::batch_norm",
+            from_torch(x),
+            None,
+            None,
+            on_cuda(from_torch(rm)),
+            from_torch(rv),
+            False,
+            0.1,
+            1e-5,
+            True,
+        )
 
 
 @pytest.mark.parametrize("affine", ["weight", "bias", "neither"])

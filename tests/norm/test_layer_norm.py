@@ -52,8 +52,15 @@ def test_layer_norm_layouts(op):
 def test_layer_norm_defaults_and_keywords():
     x = make((4, 12), "bfloat16")
     check_op("aten::layer_norm", x, [12])
-    check_op("aten::layer_norm", x, [12], make((12,), "bfloat16", seed=1), make((12,), "bfloat16", seed=2),
-             eps=1e-2, cudnn_enable=False)
+    check_op(
+        "aten::layer_norm",
+        x,
+        [12],
+        make((12,), "bfloat16", seed=1),
+        make((12,), "bfloat16", seed=2),
+        eps=1e-2,
+        cudnn_enable=False,
+    )
     check_op("aten::layer_norm", x, [12], make((12,), seed=1), make((12,), seed=2))
 
 
@@ -77,8 +84,15 @@ def test_chunked_rows(monkeypatch, rows):
     monkeypatch.setattr(ln, "CHUNK", 32)
     monkeypatch.setattr(ln, "_plans", PlanCache())  # plans made before the patch keep the fused kernel
     x = make((rows, 100)) * 0.5 + 4.0
-    check_op("aten::native_layer_norm", x, [100], make((100,), seed=1), make((100,), seed=2), 1e-5,
-             torch_fn=_float64_layer_norm)
+    check_op(
+        "aten::native_layer_norm",
+        x,
+        [100],
+        make((100,), seed=1),
+        make((100,), seed=2),
+        1e-5,
+        torch_fn=_float64_layer_norm,
+    )
     check_op("aten::layer_norm", make((rows, 100), "bfloat16"), [100])
     check_op("aten::rms_norm", make((rows, 100), "bfloat16"), [100], make((100,), "bfloat16", seed=1))
 

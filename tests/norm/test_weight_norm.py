@@ -14,8 +14,17 @@ from nbx_core.testing import check_op, check_raises, from_torch, layouts, make, 
 
 V = (3, 4, 5)
 # (dim, g shape): every dim, negative dims, dim=-1 (whole tensor), g flat or keep-dim shaped.
-CASES = [(0, (3, 1, 1)), (0, (3,)), (1, (1, 4, 1)), (2, (1, 1, 5)), (2, (5,)), (-2, (1, 4, 1)), (-3, (3, 1, 1)),
-         (-1, (1, 1, 1)), (-1, ())]
+CASES = [
+    (0, (3, 1, 1)),
+    (0, (3,)),
+    (1, (1, 4, 1)),
+    (2, (1, 1, 5)),
+    (2, (5,)),
+    (-2, (1, 4, 1)),
+    (-3, (3, 1, 1)),
+    (-1, (1, 1, 1)),
+    (-1, ()),
+]
 
 
 def _interface_reference(v, g, dim):
@@ -62,8 +71,13 @@ def test_weight_norm_layouts():
     for _, v in layouts(make((4, 6))):
         check_op("aten::_weight_norm", v, make((4, 1), seed=1), 0)
         # torch's CPU kernel assumes a contiguous v (its caller _weight_norm makes it so).
-        check_op("aten::_weight_norm_interface", v, make((1, 6), seed=1), 1,
-                 torch_fn=lambda v, g, dim: torch.ops.aten._weight_norm_interface(v.contiguous(), g, dim))
+        check_op(
+            "aten::_weight_norm_interface",
+            v,
+            make((1, 6), seed=1),
+            1,
+            torch_fn=lambda v, g, dim: torch.ops.aten._weight_norm_interface(v.contiguous(), g, dim),
+        )
 
 
 def test_weight_norm_zero_size():
@@ -82,5 +96,3 @@ def test_bad_inputs(on_cuda):
         run_op("aten::_weight_norm_interface", v, make((4,)), 0)
     with pytest.raises(DeviceError, match="device"):
         run_op("aten::_weight_norm", from_torch(v), on_cuda(from_torch(make((3, 1, 1)))), 0)
-
-

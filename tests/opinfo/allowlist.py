@@ -26,15 +26,21 @@ class Divergence:
 
 _SDPA_DROPOUT = Divergence(
     "NBX runs inference: scaled_dot_product_attention refuses dropout_p > 0 with an NbxValueError "
-    "(nbx_attention/sdpa.py) rather than drawing torch's random stream", match=r"dropout_p=")
+    "(nbx_attention/sdpa.py) rather than drawing torch's random stream",
+    match=r"dropout_p=",
+)
 _INT_CONV = Divergence(
     "nbx-conv takes the dtypes torch's CUDA kernels take: convolution and average pooling of integers exist in "
     "torch's CPU kernels only, so NBX refuses them before any launch (cast to a floating type)",
-    match=r"dtype int64", dtypes=("int64",))
+    match=r"dtype int64",
+    dtypes=("int64",),
+)
 _UINT8_LINEAR = Divergence(
     "nbx-conv takes the dtypes torch's CUDA kernels take: bilinear/linear upsampling of uint8 images is a torch "
     "CPU-only path with its own fixed-point rounding; NBX refuses uint8 there (nearest modes take it)",
-    match=r"dtype uint8", dtypes=("uint8",))
+    match=r"dtype uint8",
+    dtypes=("uint8",),
+)
 
 ALLOWED: dict[tuple[str, str], Divergence] = {
     ("nn.functional.scaled_dot_product_attention", "aten::scaled_dot_product_attention"): _SDPA_DROPOUT,

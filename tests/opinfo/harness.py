@@ -47,24 +47,49 @@ MAX_NUMEL = 4096
 _SKIP_PREFIXES = ("masked.", "sparse.", "_refs.", "to_sparse", "signal.")
 # Entries whose samples reach a registered name the entry's own name does not spell.
 EXTRA_ENTRIES: dict[str, tuple[str, ...]] = {
-    "nn.functional.interpolate": ("upsample_nearest1d",), "nn.functional.cross_entropy": ("cross_entropy_loss",),
-    "nn.functional.embedding_bag": ("_embedding_bag",), "nn.functional.pdist": ("_pdist_forward",),
-    "cdist": ("_cdist_forward",), "__getitem__": ("index",), "nn.functional.lstm": ("lstm",),
-    "nn.functional.conv3d": ("convolution",), "nn.functional.conv_transpose3d": ("convolution",),
-    "nn.functional.max_pool1d": ("max_pool2d_with_indices",), "type_as": ("type_as",),
+    "nn.functional.interpolate": ("upsample_nearest1d",),
+    "nn.functional.cross_entropy": ("cross_entropy_loss",),
+    "nn.functional.embedding_bag": ("_embedding_bag",),
+    "nn.functional.pdist": ("_pdist_forward",),
+    "cdist": ("_cdist_forward",),
+    "__getitem__": ("index",),
+    "nn.functional.lstm": ("lstm",),
+    "nn.functional.conv3d": ("convolution",),
+    "nn.functional.conv_transpose3d": ("convolution",),
+    "nn.functional.max_pool1d": ("max_pool2d_with_indices",),
+    "type_as": ("type_as",),
 }
-NONDETERMINISTIC = frozenset({
-    "bernoulli", "normal", "uniform", "rand", "rand_like", "randn", "randn_like", "randint", "randperm",
-    "multinomial", "dropout", "native_dropout", "empty", "empty_like", "empty_strided", "new_empty",
-})
+NONDETERMINISTIC = frozenset(
+    {
+        "bernoulli",
+        "normal",
+        "uniform",
+        "rand",
+        "rand_like",
+        "randn",
+        "randn_like",
+        "randint",
+        "randperm",
+        "multinomial",
+        "dropout",
+        "native_dropout",
+        "empty",
+        "empty_like",
+        "empty_strided",
+        "new_empty",
+    }
+)
 """Random or uninitialised results: only their shapes and dtypes are compared."""
 _UNORDERED_TIES = frozenset({"topk", "sort"})
 
 
 def registered() -> dict[str, str]:
     """Registered base ATen name -> the plugin providing it."""
-    return {e.name.split("::")[1].split(".")[0]: e.plugin for e in get_registry().entries()
-            if e.name.startswith("aten::") and e.status == "active"}
+    return {
+        e.name.split("::")[1].split(".")[0]: e.plugin
+        for e in get_registry().entries()
+        if e.name.startswith("aten::") and e.status == "active"
+    }
 
 
 def key(op: Any) -> str:
@@ -96,8 +121,9 @@ def entries(op_db: list[Any]) -> list[Entry]:
 
 
 def _numel(sample: Any) -> int:
-    return sum(t.numel() for t in tree_leaves([sample.input, sample.args, sample.kwargs])
-               if isinstance(t, torch.Tensor))
+    return sum(
+        t.numel() for t in tree_leaves([sample.input, sample.args, sample.kwargs]) if isinstance(t, torch.Tensor)
+    )
 
 
 def samples(op: Any, dtype: torch.dtype) -> list[Any]:
@@ -140,8 +166,9 @@ def _upcast(value: Any) -> Any:
     return value
 
 
-def _compare(base: str, target: Callable[..., Any], args: list[Any], kwargs: dict[str, Any], got: Any,
-             want: Any, name: str) -> None:
+def _compare(
+    base: str, target: Callable[..., Any], args: list[Any], kwargs: dict[str, Any], got: Any, want: Any, name: str
+) -> None:
     if base in NONDETERMINISTIC:
         _same_meta(got, want, name)
         return
@@ -157,13 +184,17 @@ def _compare(base: str, target: Callable[..., Any], args: list[Any], kwargs: dic
     try:
         assert_close(got, want, what=name)
     except AssertionError:
-        halves = [t for t in tree_leaves(want) if isinstance(t, torch.Tensor) and t.dtype in (torch.bfloat16,
-                                                                                                torch.float16)]
+        halves = [
+            t for t in tree_leaves(want) if isinstance(t, torch.Tensor) and t.dtype in (torch.bfloat16, torch.float16)
+        ]
         if not halves:
             raise
         wide = target(*tree_map(_upcast, args), **tree_map(_upcast, kwargs))
-        assert_close(got, tree_map(lambda w, r: r.to(w.dtype) if isinstance(w, torch.Tensor) else r, want, wide),
-                     what=f"{name} (against torch in float32)")
+        assert_close(
+            got,
+            tree_map(lambda w, r: r.to(w.dtype) if isinstance(w, torch.Tensor) else r, want, wide),
+            what=f"{name} (against torch in float32)",
+        )
 
 
 def check_call(target: torch._ops.OpOverload, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, str | None]:

@@ -29,17 +29,27 @@ def _calls(entry: str, dtype: torch.dtype = torch.float32) -> list[tuple[str, st
 
 def test_a_wrong_kernel_is_caught(monkeypatch):
     real = harness.run_op
-    monkeypatch.setattr(harness, "run_op", lambda name, *a, **k: real("aten::neg", a[0]) if name.startswith(
-        "aten::add") else real(name, *a, **k))
+    monkeypatch.setattr(
+        harness,
+        "run_op",
+        lambda name, *a, **k: real("aten::neg", a[0]) if name.startswith("aten::add") else real(name, *a, **k),
+    )
     calls = _calls("add")
     assert calls and all(name.startswith("aten::add") and failure for name, failure in calls)
 
 
-@pytest.mark.parametrize("entry,name", [
-    ("nn.functional.layer_norm", "aten::layer_norm"), ("atleast_1d", "aten::atleast_1d"),
-    ("cdist", "aten::_cdist_forward"), ("item", "aten::item"), ("item", "aten::_local_scalar_dense"),
-    ("equal", "aten::equal"), ("nn.functional.interpolate.nearest", "aten::upsample_nearest1d.vec"),
-])
+@pytest.mark.parametrize(
+    "entry,name",
+    [
+        ("nn.functional.layer_norm", "aten::layer_norm"),
+        ("atleast_1d", "aten::atleast_1d"),
+        ("cdist", "aten::_cdist_forward"),
+        ("item", "aten::item"),
+        ("item", "aten::_local_scalar_dense"),
+        ("equal", "aten::equal"),
+        ("nn.functional.interpolate.nearest", "aten::upsample_nearest1d.vec"),
+    ],
+)
 def test_calls_are_checked_at_the_level_nbx_registers(entry, name):
     calls = _calls(entry)
     assert (name, None) in calls, calls

@@ -17,8 +17,11 @@ import pytest
 from nbx_core.backend import current
 
 if current() != "cpu":
-    pytest.skip("the OpInfo pass compares numbers on the cpu backend only (aot runs no kernel; the cuda pass "
-                "runs the family tests)", allow_module_level=True)
+    pytest.skip(
+        "the OpInfo pass compares numbers on the cpu backend only (aot runs no kernel; the cuda pass "
+        "runs the family tests)",
+        allow_module_level=True,
+    )
 
 from torch.testing._internal.common_methods_invocations import op_db  # noqa: E402
 
@@ -29,9 +32,16 @@ from .allowlist import divergence  # noqa: E402
 KNOWN_BUGS: dict[str, str] = {}
 
 _OPS = {harness.key(op): op for op in op_db}
-CASES = [pytest.param(e.key, dt, id=f"{e.family}-{e.key}-{str(dt).removeprefix('torch.')}",
-                      marks=[pytest.mark.xfail(strict=True, reason=KNOWN_BUGS[e.key])] if e.key in KNOWN_BUGS else [])
-         for e in harness.entries(op_db) for dt in harness.dtypes(_OPS[e.key])]
+CASES = [
+    pytest.param(
+        e.key,
+        dt,
+        id=f"{e.family}-{e.key}-{str(dt).removeprefix('torch.')}",
+        marks=[pytest.mark.xfail(strict=True, reason=KNOWN_BUGS[e.key])] if e.key in KNOWN_BUGS else [],
+    )
+    for e in harness.entries(op_db)
+    for dt in harness.dtypes(_OPS[e.key])
+]
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning", "ignore::UserWarning")

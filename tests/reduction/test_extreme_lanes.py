@@ -141,8 +141,18 @@ def test_bool_lanes(tiling: None) -> None:
     _check(x, lse=False)
 
 
-@pytest.mark.parametrize(("dtype", "k"), [("bfloat16", 4096), ("bfloat16", 1500), ("float32", 1500),
-                                          ("float64", 1500), ("int32", 1500), ("uint8", 1500), ("bool", 1500)])
+@pytest.mark.parametrize(
+    ("dtype", "k"),
+    [
+        ("bfloat16", 4096),
+        ("bfloat16", 1500),
+        ("float32", 1500),
+        ("float64", 1500),
+        ("int32", 1500),
+        ("uint8", 1500),
+        ("bool", 1500),
+    ],
+)
 def test_gpu_arg_rows(force_tiles, dtype: str, k: int) -> None:
     """The GPU's tiles for the arg ops on rows of 1024 to 4096 elements: blocks of 1024, four a step
     (the row of 4096 in one step, unmasked; of 1500, two blocks a step, the last 548 lanes masked).
@@ -178,8 +188,11 @@ def test_gpu_arg_rows(force_tiles, dtype: str, k: int) -> None:
         r[1000] = -INF
         rows.append(r)
     elif dtype == "bool":
-        rows = [make((k,), "int64", low=0, high=2, seed=11), torch.zeros(k, dtype=torch.int64),
-                torch.ones(k, dtype=torch.int64)]
+        rows = [
+            make((k,), "int64", low=0, high=2, seed=11),
+            torch.zeros(k, dtype=torch.int64),
+            torch.ones(k, dtype=torch.int64),
+        ]
         r = torch.zeros(k, dtype=torch.int64)
         r[k - 1] = 1
         rows.append(r)
@@ -204,8 +217,8 @@ def test_gpu_arg_rows(force_tiles, dtype: str, k: int) -> None:
         check_op("aten::min.dim", x, 1)
         plans = [st.run.kwargs for _, st in E._steps.items()]
         assert len(plans) == (2 if dtype == "bool" else 4)
-        assert all(w["BLOCK_K"] == 1024 and w["UNROLL"] == (4 if k == 4096 else 2) and w["EVEN"] == (k == 4096)
-                   for w in plans)
+        assert all(
+            w["BLOCK_K"] == 1024 and w["UNROLL"] == (4 if k == 4096 else 2) and w["EVEN"] == (k == 4096) for w in plans
+        )
     finally:
         E._steps._plans.clear()
-

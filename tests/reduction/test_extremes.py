@@ -16,8 +16,7 @@ INF = float("inf")
 
 
 def _special() -> torch.Tensor:
-    return torch.tensor([[1.0, NAN, 3.0, 3.0], [-INF, -INF, -INF, -INF], [2.0, 5.0, 5.0, -1.0],
-                         [INF, 0.0, NAN, INF]])
+    return torch.tensor([[1.0, NAN, 3.0, 3.0], [-INF, -INF, -INF, -INF], [2.0, 5.0, 5.0, -1.0], [INF, 0.0, NAN, INF]])
 
 
 @pytest.mark.parametrize("dtype", FLOATS + INTS + ["bool"])

@@ -59,8 +59,9 @@ def test_cross_entropy_shapes_and_layouts() -> None:
         check_op("aten::cross_entropy_loss", lx, _targets(4, 5), None, 0)
     for _, lt in layouts(_targets(4, 5)):
         check_op("aten::cross_entropy_loss", make((4, 5)), lt)
-    check_op("aten::cross_entropy_loss", make((3, 2500)) * 20, _targets(3, 2500), None, 1, -100, 0.1,
-             rtol=1e-5, atol=1e-4)
+    check_op(
+        "aten::cross_entropy_loss", make((3, 2500)) * 20, _targets(3, 2500), None, 1, -100, 0.1, rtol=1e-5, atol=1e-4
+    )
     check_op("aten::cross_entropy_loss", make((0, 3)), torch.empty(0, dtype=torch.long))
     check_op("aten::cross_entropy_loss", make((2, 3)), torch.tensor([-100, -100]))
     big = torch.tensor([[1000.0, 0.0, -1000.0], [-float("inf"), 0.0, 1.0], [NAN, 1.0, 2.0]])

@@ -45,9 +45,13 @@ def _inputs(dtype: str) -> list[tuple[torch.Tensor, int]]:
     whose K splits into slices of whole 3-block steps only when they are rounded up)."""
     low, high = (0.5, 1.5) if dtype == "float32" else (-2, 3)
     strided = make((6, 37), dtype, low=low, high=high, seed=1).t()
-    return [(make((32, 8), dtype, low=low, high=high), 0), (make((3, 37, 5), dtype, low=low, high=high), 1),
-            (make((4, 32), dtype, low=low, high=high), 1), (strided, 0),
-            (make((4, 48), dtype, low=low, high=high, seed=2), 1)]
+    return [
+        (make((32, 8), dtype, low=low, high=high), 0),
+        (make((3, 37, 5), dtype, low=low, high=high), 1),
+        (make((4, 32), dtype, low=low, high=high), 1),
+        (strided, 0),
+        (make((4, 48), dtype, low=low, high=high, seed=2), 1),
+    ]
 
 
 @pytest.mark.parametrize("split", ["int32", "unroll"], indirect=True)
@@ -121,8 +125,9 @@ def test_gpu_tiles_on_long_rows(force_tiles) -> None:
             check_op("aten::max.dim", t, dim)
             check_op("aten::sum.dim_IntList", t, [dim])
         launches = [st.run.kwargs for _, st in E._steps.items() if st.partials]
-        assert any(k["OP"] == E.ARGMAX and k["UNROLL"] == 2 and k.get("maxnreg") == 64 and "BLOCK_I" in k
-                   for k in launches)
+        assert any(
+            k["OP"] == E.ARGMAX and k["UNROLL"] == 2 and k.get("maxnreg") == 64 and "BLOCK_I" in k for k in launches
+        )
         assert any(k["OP"] == E.SUM and k["STAGES"] == 3 and "BLOCK_I" in k for k in launches)
     finally:
         E._steps._plans.clear()

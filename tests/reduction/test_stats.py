@@ -107,8 +107,9 @@ def test_logsumexp(dtype: str) -> None:
 
 
 def test_logsumexp_stable_and_edges() -> None:
-    x = torch.tensor([[1000.0, 1000.0, 999.0], [-INF, -INF, -INF], [INF, 1.0, 2.0], [NAN, 1.0, 2.0],
-                      [-1000.0, -1001.0, -INF]])
+    x = torch.tensor(
+        [[1000.0, 1000.0, 999.0], [-INF, -INF, -INF], [INF, 1.0, 2.0], [NAN, 1.0, 2.0], [-1000.0, -1001.0, -INF]]
+    )
     check_op("aten::logsumexp", x, [1])
     check_op("aten::logsumexp", x.t(), [0])
     check_op("aten::logsumexp", make((0, 3)), [0])

@@ -52,8 +52,11 @@ def test_sum_edges() -> None:
 
 
 @settings(max_examples=8, deadline=None)
-@given(dims=st.lists(st.integers(-3, 2), max_size=3, unique_by=lambda d: d % 3), keepdim=st.booleans(),
-       layout=st.integers(0, 3))
+@given(
+    dims=st.lists(st.integers(-3, 2), max_size=3, unique_by=lambda d: d % 3),
+    keepdim=st.booleans(),
+    layout=st.integers(0, 3),
+)
 def test_sum_dims_hypothesis(dims, keepdim, layout) -> None:
     t = list(layouts(make((3, 4, 2))))[layout][1]
     check_op("aten::sum.dim_IntList", t, dims, keepdim, rtol=1e-5, atol=1e-5)

@@ -30,8 +30,12 @@ TILES = {
     ("columns", E.SUM, 1, 3, 1024): ((4, 64, 4, 1, 3, 0), (4, 256, 1, 1, 0, 0)),
 }
 # (op, programs, K, BLOCK_K) -> how many slices of K a GPU and the interpreter reduce apart.
-SPLITS = {(E.SUM, 1, 4096, 64): (16, 2), (E.SUM, 10, 100000, 1024): (25, 49), (E.VAR, 1, 4096, 64): (1, 1),
-          (E.SUM, 2000, 4096, 64): (1, 2)}
+SPLITS = {
+    (E.SUM, 1, 4096, 64): (16, 2),
+    (E.SUM, 10, 100000, 1024): (25, 49),
+    (E.VAR, 1, 4096, 64): (1, 1),
+    (E.SUM, 2000, 4096, 64): (1, 2),
+}
 
 
 def test_same_launch_as_before():
@@ -51,8 +55,16 @@ def test_config_argument_replaces_the_lookup():
     # Sums of one input at two column tilings: two plans, each launched as asked, both exact.
     x = make((40, 24))
     X = from_torch(x)
-    config = {"BLOCK": 8, "BLOCK_K": 4, "num_warps": 2, "UNROLL": 2, "STAGES": 1, "MAXNREG": 0, "PROGRAMS": 64,
-              "SPLIT_BLOCKS": 2}
+    config = {
+        "BLOCK": 8,
+        "BLOCK_K": 4,
+        "num_warps": 2,
+        "UNROLL": 2,
+        "STAGES": 1,
+        "MAXNREG": 0,
+        "PROGRAMS": 64,
+        "SPLIT_BLOCKS": 2,
+    }
     for cfg in (None, config):
         out = E.reduce(X, (0,), False, E.SUM, D.float32, config=cfg)
         if numeric():

@@ -64,8 +64,14 @@ class Site:
     root: Path
     packages: set[str] = field(default_factory=set)
 
-    def add_dist(self, name: str, version: str, plugins: dict[str, str], modules: dict[str, str],
-                 opt_in: dict[str, str] | None = None) -> None:
+    def add_dist(
+        self,
+        name: str,
+        version: str,
+        plugins: dict[str, str],
+        modules: dict[str, str],
+        opt_in: dict[str, str] | None = None,
+    ) -> None:
         """Write distribution ``name`` declaring ``plugins`` and ``opt_in`` plugins (entry name →
         value) and the ``modules`` (dotted name → source) it ships."""
         for dotted, source in modules.items():
@@ -80,10 +86,13 @@ class Site:
         info.mkdir()
         (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
         groups = {"nbx.plugins": plugins, "nbx.plugins.opt_in": opt_in or {}}
-        (info / "entry_points.txt").write_text("".join(
-            f"[{group}]\n" + "".join(f"{plugin} = {value}\n" for plugin, value in entries.items())
-            for group, entries in groups.items() if entries
-        ))
+        (info / "entry_points.txt").write_text(
+            "".join(
+                f"[{group}]\n" + "".join(f"{plugin} = {value}\n" for plugin, value in entries.items())
+                for group, entries in groups.items()
+                if entries
+            )
+        )
 
     def add_plugin(self, dist: str, version: str, plugin: str, names: list[str], opt_in: bool = False) -> None:
         """A distribution with one plugin (an opt-in one if ``opt_in``) registering ``names`` onto
@@ -93,14 +102,20 @@ class Site:
         ops = "".join(f"def {f}(*args):\n    return {n!r}, args\n" for f, n in functions.items())
         declared = {plugin: f"{package}.plugin"}
         self.add_dist(
-            dist, version, {} if opt_in else declared,
+            dist,
+            version,
+            {} if opt_in else declared,
             {f"{package}.plugin": plugin_source(f"{package}.ops", names), f"{package}.ops": ops},
             opt_in=declared if opt_in else None,
         )
 
     def add_core(self) -> None:
-        self.add_dist("nbx-core", "0.1.0", {"core": "fake_core.plugin"},
-                      {"fake_core.plugin": CORE_PLUGIN_SOURCE, "fake_core.ops": CORE_OPS_SOURCE})
+        self.add_dist(
+            "nbx-core",
+            "0.1.0",
+            {"core": "fake_core.plugin"},
+            {"fake_core.plugin": CORE_PLUGIN_SOURCE, "fake_core.ops": CORE_OPS_SOURCE},
+        )
 
 
 @pytest.fixture(autouse=True)
@@ -135,9 +150,23 @@ def acme_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copytree(EXAMPLE, source, ignore=shutil.ignore_patterns("*.egg-info", "build", "__pycache__"))
     target = work / "site"
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--no-index",
-         "--disable-pip-version-check", "--root-user-action=ignore", "--target", str(target), str(source)],
-        check=True, capture_output=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--disable-pip-version-check",
+            "--root-user-action=ignore",
+            "--target",
+            str(target),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
     )
     return target
 
@@ -158,7 +187,10 @@ def _run_nbx(*args: str, path: Sequence[Path] = (), env: dict[str, str] | None =
     environ.update(env or {})
     return subprocess.run(
         [sys.executable, "-c", "import sys; from nbx_core.cli import main; sys.exit(main())", *args],
-        capture_output=True, text=True, env=environ, check=False,
+        capture_output=True,
+        text=True,
+        env=environ,
+        check=False,
     )
 
 

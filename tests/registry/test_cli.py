@@ -16,7 +16,15 @@ from nbx_core.registry import get_registry
 SELECT = ["--no-autoload", "--plugins", "acme,other"]  # ignore any other plugin installed here
 PREFER = ["--prefer", "aten::relu=acme"]
 ENTRY_KEYS = {
-    "name", "namespace", "op", "overload", "plugin", "distribution", "version", "target", "preferred",
+    "name",
+    "namespace",
+    "op",
+    "overload",
+    "plugin",
+    "distribution",
+    "version",
+    "target",
+    "preferred",
     "status",
 }
 OURS = ("core", "acme", "other")  # the plugins of this site; listings also show those installed here
@@ -103,10 +111,14 @@ def test_an_unknown_namespace_is_a_usage_error_naming_the_namespaces(nbx):
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--plugins", "acme", "--plugin", "other"],
-         "nbx: plugin 'other' is disabled, so it registers nothing: disabled: autoload is off"),
-        ([*SELECT, *PREFER, "--plugin", "other", "--namespace", "acme"],
-         "nbx: plugin 'other' registers no op in namespace 'acme'"),
+        (
+            ["--plugins", "acme", "--plugin", "other"],
+            "nbx: plugin 'other' is disabled, so it registers nothing: disabled: autoload is off",
+        ),
+        (
+            [*SELECT, *PREFER, "--plugin", "other", "--namespace", "acme"],
+            "nbx: plugin 'other' registers no op in namespace 'acme'",
+        ),
     ],
 )
 def test_an_empty_listing_says_why(nbx, flags, message):
@@ -123,16 +135,29 @@ def test_list_json_schema_is_pinned(nbx):
     assert document["schema"] == 1 and document["problems"] == []
     assert all(set(op) == ENTRY_KEYS for op in document["ops"])
     assert [op["name"] for op in document["ops"]] == [
-        "acme::fused_rope", "aten::clone", "aten::gelu.default", "aten::relu", "aten::relu", "aten::view"
+        "acme::fused_rope",
+        "aten::clone",
+        "aten::gelu.default",
+        "aten::relu",
+        "aten::relu",
+        "aten::view",
     ]
     assert document["ops"][2] == {
-        "name": "aten::gelu.default", "namespace": "aten", "op": "aten::gelu", "overload": "default",
-        "plugin": "other", "distribution": "other-kernels", "version": "1.0",
-        "target": "other_kernels.ops:gelu", "preferred": False, "status": "active",
+        "name": "aten::gelu.default",
+        "namespace": "aten",
+        "op": "aten::gelu",
+        "overload": "default",
+        "plugin": "other",
+        "distribution": "other-kernels",
+        "version": "1.0",
+        "target": "other_kernels.ops:gelu",
+        "preferred": False,
+        "status": "active",
     }
     assert document["ops"][3]["overload"] is None
     assert [(op["plugin"], op["preferred"], op["status"]) for op in document["ops"][3:5]] == [
-        ("acme", True, "active"), ("other", False, "overridden")
+        ("acme", True, "active"),
+        ("other", False, "overridden"),
     ]
 
 
@@ -178,9 +203,15 @@ def test_plugins_json(nbx):
     document = json.loads(out)
     assert set(document) == {"schema", "plugins", "problems"}
     (other,) = (p for p in document["plugins"] if p["name"] == "other")
-    assert other == {"name": "other", "distribution": "other-kernels", "version": "1.0", "ops": 0,
-                     "status": "disabled", "reason": "disabled by NBX_DISABLE_PLUGINS / --disable-plugin",
-                     "error": None}
+    assert other == {
+        "name": "other",
+        "distribution": "other-kernels",
+        "version": "1.0",
+        "ops": 0,
+        "status": "disabled",
+        "reason": "disabled by NBX_DISABLE_PLUGINS / --disable-plugin",
+        "error": None,
+    }
 
 
 # -- nbx registry coverage -------------------------------------------------------------------------
@@ -192,8 +223,10 @@ def test_coverage_against_a_bundled_list(nbx):
     lines = out.splitlines()
     assert lines[0] == "coverage against core: 2 of 78 names covered (2.6%)"
     assert lines[1] == "missing (76):"
-    assert "  aten::cat: provided by nbx-core, but the installed nbx-core 0.1.0 does not register it: " \
-           "upgrade nbx-core" in lines
+    assert (
+        "  aten::cat: provided by nbx-core, but the installed nbx-core 0.1.0 does not register it: "
+        "upgrade nbx-core" in lines
+    )
 
 
 def conv2d_reason() -> str:
@@ -202,8 +235,10 @@ def conv2d_reason() -> str:
         importlib.metadata.distribution("nbx-conv")
     except importlib.metadata.PackageNotFoundError:
         return "aten::conv2d: provided by nbx-conv, which is not installed (pip install nbx-conv)"
-    return ("aten::conv2d: provided by nbx-conv, whose plugin 'conv' is disabled: autoload is off and it is "
-            "not in NBX_PLUGINS / --plugins")
+    return (
+        "aten::conv2d: provided by nbx-conv, whose plugin 'conv' is disabled: autoload is off and it is "
+        "not in NBX_PLUGINS / --plugins"
+    )
 
 
 def test_coverage_against_a_file_as_json(nbx, tmp_path):
@@ -212,8 +247,7 @@ def test_coverage_against_a_file_as_json(nbx, tmp_path):
     code, out, _ = nbx("registry", "coverage", *SELECT, *PREFER, "--against", str(names), "--format", "json")
     assert code == 1
     document = json.loads(out)
-    assert set(document) == {"schema", "against", "total", "percentage", "covered", "missing", "conflicts",
-                             "problems"}
+    assert set(document) == {"schema", "against", "total", "percentage", "covered", "missing", "conflicts", "problems"}
     assert (document["against"], document["total"], document["percentage"]) == (str(names), 3, 66.7)
     assert document["covered"] == [
         {"name": "aten::view.default", "plugin": "core", "target": "fake_core.ops:view"},
@@ -278,9 +312,15 @@ def test_check_json_and_success(nbx, monkeypatch):
     document = json.loads(out)
     assert set(document) == {"schema", "graph", "ops", "unresolved", "bundle", "problems"}
     assert document["unresolved"] == []
-    assert document["ops"][0] == {"name": "aten::relu", "count": 1, "status": "resolved", "plugin": "acme",
-                                  "distribution": "acme-kernels", "version": "0.1.0",
-                                  "target": "acme_kernels.ops:relu"}
+    assert document["ops"][0] == {
+        "name": "aten::relu",
+        "count": 1,
+        "status": "resolved",
+        "plugin": "acme",
+        "distribution": "acme-kernels",
+        "version": "0.1.0",
+        "target": "acme_kernels.ops:relu",
+    }
 
 
 def test_check_reports_conflicts(nbx, monkeypatch):
@@ -295,8 +335,9 @@ def test_check_without_the_graph_module_is_a_clear_error(nbx, monkeypatch):
     monkeypatch.setitem(sys.modules, "nbx_core.graph", None)
     code, out, err = nbx("registry", "check", "model.nbx")
     assert (code, out) == (2, "")
-    assert err.startswith("nbx: error: nbx registry check cannot read graphs here: "
-                          "nbx_core.graph.required_ops is not available")
+    assert err.startswith(
+        "nbx: error: nbx registry check cannot read graphs here: nbx_core.graph.required_ops is not available"
+    )
 
 
 # -- exit codes and usage --------------------------------------------------------------------------
@@ -320,6 +361,7 @@ def test_bad_selections_exit_2_with_a_message(nbx, args, message):
 def test_the_environment_applies_and_flags_add_to_it(nbx, monkeypatch):
     monkeypatch.setenv("NBX_DISABLE_PLUGIN_AUTOLOAD", "1")
     monkeypatch.setenv("NBX_PLUGINS", "acme")
+
     def statuses(*flags):
         out = nbx("registry", "plugins", *flags, "--format", "json")[1]
         return [p["status"] for p in json.loads(out)["plugins"] if p["name"] in OURS]

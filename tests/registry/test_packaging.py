@@ -39,7 +39,14 @@ def bash_block(markdown: str, heading: str) -> str:
 
 def test_there_are_eight_plugins():
     assert [p.name for p in PLUGINS] == [
-        "attention", "conv", "elementwise", "index", "linalg", "norm", "reduction", "spectral"
+        "attention",
+        "conv",
+        "elementwise",
+        "index",
+        "linalg",
+        "norm",
+        "reduction",
+        "spectral",
     ]
 
 
@@ -87,7 +94,8 @@ def test_ci_type_checks_nbx_core_with_the_pinned_mypy():
     assert " && mypy nbx_core && " in bash_block((REPO / "README.md").read_text(), "## Test it")
     test_extra = project(REPO)["project"]["optional-dependencies"]["test"]
     assert [d for d in test_extra if d.startswith("mypy")] and all(
-        re.fullmatch(r"mypy==[\d.]+", d) for d in test_extra if d.startswith("mypy"))
+        re.fullmatch(r"mypy==[\d.]+", d) for d in test_extra if d.startswith("mypy")
+    )
     assert project(REPO)["tool"]["mypy"]["files"] == ["nbx_core"]
 
 
@@ -110,8 +118,14 @@ def anchor(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
 
-DOCS = [REPO / "README.md", *sorted(REPO.glob("docs/*.md")), *sorted(REPO.glob("docs/notes/*.md")),
-        *sorted(REPO.glob("plugins/*/README.md")), REPO / "benchmarks" / "README.md", EXAMPLE / "README.md"]
+DOCS = [
+    REPO / "README.md",
+    *sorted(REPO.glob("docs/*.md")),
+    *sorted(REPO.glob("docs/notes/*.md")),
+    *sorted(REPO.glob("plugins/*/README.md")),
+    REPO / "benchmarks" / "README.md",
+    EXAMPLE / "README.md",
+]
 
 
 @pytest.mark.parametrize("page", DOCS, ids=lambda p: p.relative_to(REPO).as_posix())

@@ -54,8 +54,9 @@ def test_two_patterns_claiming_one_subgraph_are_refused_naming_both_plugins():
 
 
 def test_a_preference_chooses_among_patterns_claiming_one_subgraph():
-    registry = _registry(PatternPlugin("acme::relu_neg"), PatternPlugin("other::relu_neg"),
-                         prefer={"other::relu_neg": "p1"})
+    registry = _registry(
+        PatternPlugin("acme::relu_neg"), PatternPlugin("other::relu_neg"), prefer={"other::relu_neg": "p1"}
+    )
     assert [p.name for p in registry.patterns()] == ["other::relu_neg"]
     assert registry.problems() == []
 

@@ -48,7 +48,10 @@ def test_plugins_load_with_their_distribution_and_version_and_import_no_kernel(s
     }
     entry = registry.resolve("acme::fused_rope")
     assert (entry.plugin, entry.distribution, entry.version, entry.target) == (
-        "acme", "acme-kernels", "0.3.0", "acme_kernels.ops:fused_rope"
+        "acme",
+        "acme-kernels",
+        "0.3.0",
+        "acme_kernels.ops:fused_rope",
     )
     assert "acme_kernels.plugin" in sys.modules and "acme_kernels.ops" not in sys.modules
     assert registry.call("aten::gelu", 1) == ("aten::gelu", (1,))
@@ -68,7 +71,8 @@ def test_two_distributions_declaring_one_plugin_name_load_neither(site):
     assert "acme-kernels 0.1.0 (acme_kernels.plugin)" in message
     assert "acme-fork 9.9 (acme_fork.plugin)" in message
     assert [(p.distribution, p.status) for p in registry.plugins() if p.name == "acme"] == [
-        ("acme-kernels", "failed"), ("acme-fork", "failed")
+        ("acme-kernels", "failed"),
+        ("acme-fork", "failed"),
     ]
     for name in ("acme::a", "acme::b"):
         with pytest.raises(UnresolvedOpError):
@@ -87,8 +91,12 @@ def test_a_clash_of_a_disabled_plugin_name_is_no_problem(site):
 
 def test_a_plugin_module_that_fails_to_import(site):
     site.add_core()
-    site.add_dist("acme-kernels", "0.1.0", {"acme": "acme_kernels.plugin"},
-                  {"acme_kernels.plugin": "import triton_that_is_not_there\n"})
+    site.add_dist(
+        "acme-kernels",
+        "0.1.0",
+        {"acme": "acme_kernels.plugin"},
+        {"acme_kernels.plugin": "import triton_that_is_not_there\n"},
+    )
     site.add_plugin("other-kernels", "1.0", "other", ["aten::relu"])
     registry = load(site)
     (problem,) = registry.problems()
@@ -124,8 +132,10 @@ def test_a_discovered_plugin_whose_hook_raises(site):
 
 def test_a_missing_core_plugin_means_nbx_core_is_not_installed(site):
     site.add_plugin("acme-kernels", "0.1.0", "acme", ["acme::a"])
-    with pytest.raises(PluginLoadError, match="plugin 'core' is not among the installed nbx.plugins entry "
-                                              "points: nbx-core is not installed"):
+    with pytest.raises(
+        PluginLoadError,
+        match="plugin 'core' is not among the installed nbx.plugins entry points: nbx-core is not installed",
+    ):
         load(site, strict=True)
 
 
@@ -158,16 +168,16 @@ def test_a_disabled_plugin_is_listed_with_its_reason_and_named_when_its_op_is_mi
     conv = next(p for p in registry.plugins() if p.name == "conv")
     assert (conv.status, conv.reason) == ("disabled", "disabled by NBX_DISABLE_PLUGINS / --disable-plugin")
     assert "nbx_conv.plugin" not in sys.modules
-    with pytest.raises(UnresolvedOpError, match="aten::conv2d: provided by nbx-conv, whose plugin 'conv' is "
-                                                "disabled by NBX_DISABLE_PLUGINS"):
+    with pytest.raises(
+        UnresolvedOpError,
+        match="aten::conv2d: provided by nbx-conv, whose plugin 'conv' is disabled by NBX_DISABLE_PLUGINS",
+    ):
         registry.require(["aten::conv2d"])
 
 
 def test_autoload_off_loads_core_and_the_allow_list_only(three):
     registry = load(three, RegistryConfig(autoload=False, plugins={"acme"}), strict=True)
-    assert {n: s[0] for n, s in statuses(registry).items()} == {
-        "core": "loaded", "acme": "loaded", "conv": "disabled"
-    }
+    assert {n: s[0] for n, s in statuses(registry).items()} == {"core": "loaded", "acme": "loaded", "conv": "disabled"}
     assert "not in NBX_PLUGINS / --plugins" in next(p.reason for p in registry.plugins() if p.name == "conv")
     registry = load(three, RegistryConfig(autoload=False), strict=True)
     assert [p.name for p in registry.plugins() if p.status == "loaded"] == ["core"]
@@ -224,7 +234,8 @@ def test_an_opt_in_plugin_is_discovered_listed_and_not_loaded(opt_in):
     registry = load(opt_in, strict=True)  # no DuplicateKernelError: acme_relu is not loaded
     info = next(p for p in registry.plugins() if p.name == "acme_relu")
     assert (info.status, info.reason) == (
-        "disabled", "opt-in: a preference loads it (NBX_PREFER=OP=acme_relu / --prefer OP=acme_relu)"
+        "disabled",
+        "opt-in: a preference loads it (NBX_PREFER=OP=acme_relu / --prefer OP=acme_relu)",
     )
     assert registry.resolve("aten::relu").plugin == "other"
     assert "acme_kernels.plugin" not in sys.modules
@@ -233,7 +244,8 @@ def test_an_opt_in_plugin_is_discovered_listed_and_not_loaded(opt_in):
 def test_a_preference_naming_an_opt_in_plugin_loads_it_and_chooses_its_kernel(opt_in):
     registry = load(opt_in, RegistryConfig(prefer={"aten::relu": "acme_relu"}), strict=True)
     assert [(e.plugin, e.status) for e in registry.entries() if e.name == "aten::relu"] == [
-        ("acme_relu", "active"), ("other", "overridden")
+        ("acme_relu", "active"),
+        ("other", "overridden"),
     ]
 
 
@@ -256,14 +268,17 @@ def test_disabling_an_opt_in_plugin_wins_over_a_preference(opt_in):
 
 
 def test_from_env_reads_every_variable():
-    config = RegistryConfig.from_env({
-        "NBX_DISABLE_PLUGINS": "a, b,,",
-        "NBX_DISABLE_PLUGIN_AUTOLOAD": "1",
-        "NBX_PLUGINS": "c",
-        "NBX_PREFER": "aten::gelu=acme, aten::relu.default=other",
-    })
-    assert config == RegistryConfig(disable={"a", "b"}, autoload=False, plugins={"c"},
-                                    prefer={"aten::gelu": "acme", "aten::relu.default": "other"})
+    config = RegistryConfig.from_env(
+        {
+            "NBX_DISABLE_PLUGINS": "a, b,,",
+            "NBX_DISABLE_PLUGIN_AUTOLOAD": "1",
+            "NBX_PLUGINS": "c",
+            "NBX_PREFER": "aten::gelu=acme, aten::relu.default=other",
+        }
+    )
+    assert config == RegistryConfig(
+        disable={"a", "b"}, autoload=False, plugins={"c"}, prefer={"aten::gelu": "acme", "aten::relu.default": "other"}
+    )
     assert RegistryConfig.from_env({}) == RegistryConfig()
 
 
@@ -281,8 +296,11 @@ def test_from_env_defaults_to_os_environ(monkeypatch):
         ({"NBX_PREFER": "aten::relu"}, RegistryConfigError, "NBX_PREFER: 'aten::relu' is not of the form"),
         ({"NBX_PREFER": "aten::relu="}, RegistryConfigError, "NBX_PREFER: 'aten::relu=' is not of the form"),
         ({"NBX_PREFER": "relu=acme"}, InvalidOpNameError, "NBX_PREFER: 'relu' is not a valid op name"),
-        ({"NBX_PREFER": "aten::relu=a,aten::relu=b"}, RegistryConfigError,
-         "NBX_PREFER: aten::relu is preferred from both 'a' and 'b'"),
+        (
+            {"NBX_PREFER": "aten::relu=a,aten::relu=b"},
+            RegistryConfigError,
+            "NBX_PREFER: aten::relu is preferred from both 'a' and 'b'",
+        ),
     ],
 )
 def test_bad_environment_values_are_refused(environ, error, message):
@@ -294,8 +312,9 @@ def test_bad_environment_values_are_refused(environ, error, message):
 def test_with_overrides_layers_flags_on_the_environment():
     base = RegistryConfig(disable={"a"}, prefer={"aten::relu": "x", "aten::gelu": "y"})
     config = base.with_overrides(disable=["b"], plugins=["c"], prefer={"aten::relu": "z"})
-    assert config == RegistryConfig(disable={"a", "b"}, autoload=False, plugins={"c"},
-                                    prefer={"aten::relu": "z", "aten::gelu": "y"})
+    assert config == RegistryConfig(
+        disable={"a", "b"}, autoload=False, plugins={"c"}, prefer={"aten::relu": "z", "aten::gelu": "y"}
+    )
     assert base.with_overrides(autoload=False).autoload is False
     assert base.with_overrides() == base
 

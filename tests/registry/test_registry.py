@@ -74,8 +74,11 @@ def test_lookup_tries_the_exact_overload_then_the_op():
 def test_an_overload_is_not_found_through_another_overload():
     registry = Registry()
     registry.add_plugin("p", Plugin(("aten::add.Tensor", relu)))
-    with pytest.raises(UnresolvedOpError, match=r"aten::add\.Scalar: not registered; registered overloads of "
-                                                r"aten::add: aten::add\.Tensor"):
+    with pytest.raises(
+        UnresolvedOpError,
+        match=r"aten::add\.Scalar: not registered; registered overloads of "
+        r"aten::add: aten::add\.Tensor",
+    ):
         registry.lookup("aten::add.Scalar")
 
 
@@ -94,13 +97,17 @@ def test_lookup_of_a_malformed_name_is_an_invalid_op_name_error():
 
 
 def test_string_targets_are_imported_on_first_lookup_and_cached(site):
-    write_module(site, "lazy_kernels", """
+    write_module(
+        site,
+        "lazy_kernels",
+        """
         IMPORTS = []
         IMPORTS.append(1)
 
         def relu(x):
             return ("lazy relu", x)
-    """)
+    """,
+    )
     registry = Registry()
     registry.add_plugin("lazy", Plugin(("aten::relu", "lazy_kernels:relu")))
     registry.entries(), registry.plugins(), registry.require(["aten::relu"])
@@ -191,7 +198,8 @@ def test_two_providers_of_one_name_are_refused_naming_every_provider():
     assert "NBX_DISABLE_PLUGINS=<plugin>" in message and "--disable-plugin <plugin>" in message
     assert registry.problems() == [info.value]
     assert [(e.plugin, e.status, e.preferred) for e in registry.entries()] == [
-        ("acme", "conflict", False), ("other", "conflict", False)
+        ("acme", "conflict", False),
+        ("other", "conflict", False),
     ]
     with pytest.raises(DuplicateKernelError):
         registry.check()
@@ -208,7 +216,8 @@ def test_a_preference_chooses_among_providers_and_is_reported():
     assert registry.lookup("aten::relu") is relu
     assert registry.problems() == []
     assert [(e.plugin, e.status, e.preferred) for e in registry.entries()] == [
-        ("acme", "active", True), ("other", "overridden", False)
+        ("acme", "active", True),
+        ("other", "overridden", False),
     ]
     registry.check()
 
@@ -249,8 +258,9 @@ def test_require_lists_every_missing_name_in_one_error():
     registry = two_providers()
     registry.add_plugin("third", Plugin(("aten::abs", relu)), "third-kernels", "2.0")
     with pytest.raises(UnresolvedOpError) as info:
-        registry.require(["aten::abs", "aten::conv2d", "acme::fused_rope", "aten::relu", "aten::no_such_op",
-                          "aten::conv2d"])
+        registry.require(
+            ["aten::abs", "aten::conv2d", "acme::fused_rope", "aten::relu", "aten::no_such_op", "aten::conv2d"]
+        )
     message = str(info.value)
     assert message.startswith("4 of 5 required ops cannot be resolved:")
     assert "aten::conv2d: provided by nbx-conv, which is not installed\n" in message
@@ -267,9 +277,7 @@ def test_require_sorts_the_missing_names_and_ends_with_one_install_line():
         registry.require(["aten::relu", "aten::mm", "aten::layer_norm", "aten::gelu", "aten::linear", "aten::add"])
     first, *rows, last = str(info.value).split("\n")
     assert first == "6 of 6 required ops cannot be resolved:"
-    assert [row.split(":", 3)[2].strip() for row in rows] == [
-        "add", "gelu", "layer_norm", "linear", "mm", "relu"
-    ]
+    assert [row.split(":", 3)[2].strip() for row in rows] == ["add", "gelu", "layer_norm", "linear", "mm", "relu"]
     assert all(row.endswith("which is not installed") for row in rows)  # no pip install per row
     assert last == "Install the missing distributions: pip install nbx-elementwise nbx-linalg nbx-norm"
 
@@ -286,19 +294,28 @@ def test_require_returns_the_entries_it_resolved():
     registry = two_providers(prefer={"aten::relu": "other"})
     (entry,) = registry.require(["aten::relu.default"]).values()
     assert (entry.name, entry.plugin, entry.target, entry.preferred) == (
-        "aten::relu", "other", "other_kernels.ops:relu", True
+        "aten::relu",
+        "other",
+        "other_kernels.ops:relu",
+        True,
     )
 
 
 @pytest.mark.parametrize(
     ("info", "expected"),
     [
-        (PluginInfo("conv", "nbx-conv", "0.1.0", 0, "disabled", "disabled by NBX_DISABLE_PLUGINS"),
-         "aten::conv2d: provided by nbx-conv, whose plugin 'conv' is disabled by NBX_DISABLE_PLUGINS"),
-        (PluginInfo("conv", "nbx_conv", "0.1.0", 0, "failed", error=PluginLoadError("boom")),
-         "aten::conv2d: provided by nbx-conv, whose plugin 'conv' failed to load"),
-        (PluginInfo("conv", "nbx-conv", "0.1.0", 3, "loaded"),
-         "provided by nbx-conv, but the installed nbx-conv 0.1.0 does not register it: upgrade nbx-conv"),
+        (
+            PluginInfo("conv", "nbx-conv", "0.1.0", 0, "disabled", "disabled by NBX_DISABLE_PLUGINS"),
+            "aten::conv2d: provided by nbx-conv, whose plugin 'conv' is disabled by NBX_DISABLE_PLUGINS",
+        ),
+        (
+            PluginInfo("conv", "nbx_conv", "0.1.0", 0, "failed", error=PluginLoadError("boom")),
+            "aten::conv2d: provided by nbx-conv, whose plugin 'conv' failed to load",
+        ),
+        (
+            PluginInfo("conv", "nbx-conv", "0.1.0", 3, "loaded"),
+            "provided by nbx-conv, but the installed nbx-conv 0.1.0 does not register it: upgrade nbx-conv",
+        ),
     ],
 )
 def test_a_missing_first_party_name_says_what_became_of_its_distribution(info, expected):
@@ -367,11 +384,14 @@ class _Misspelt:
         pass
 
 
-@pytest.mark.parametrize(("plugin", "match"), [
-    pytest.param(_Unmarked, "defines no nbx_register_kernels hook marked with @nbx_core.hookimpl", id="unmarked"),
-    pytest.param(_WrongArgument, "does not fit the nbx hookspec.*'reg'", id="wrong-argument-name"),
-    pytest.param(_Misspelt, "does not fit the nbx hookspec.*nbx_register_kernel", id="misspelt"),
-])
+@pytest.mark.parametrize(
+    ("plugin", "match"),
+    [
+        pytest.param(_Unmarked, "defines no nbx_register_kernels hook marked with @nbx_core.hookimpl", id="unmarked"),
+        pytest.param(_WrongArgument, "does not fit the nbx hookspec.*'reg'", id="wrong-argument-name"),
+        pytest.param(_Misspelt, "does not fit the nbx hookspec.*nbx_register_kernel", id="misspelt"),
+    ],
+)
 def test_a_hook_that_does_not_fit_the_hookspec_is_refused(plugin, match):
     registry = Registry()
     with pytest.raises(PluginLoadError, match=match):
@@ -407,7 +427,8 @@ def test_entries_carry_provenance_and_split_names():
     registry.add_plugin("p", plugin, "p-dist", "3.1")
     entries = registry.entries()
     assert [(e.name, e.namespace, e.op, e.overload) for e in entries] == [
-        ("acme::rope", "acme", "acme::rope", None), ("aten::add.Tensor", "aten", "aten::add", "Tensor")
+        ("acme::rope", "acme", "acme::rope", None),
+        ("aten::add.Tensor", "aten", "aten::add", "Tensor"),
     ]
     assert {(e.plugin, e.distribution, e.version) for e in entries} == {("p", "p-dist", "3.1")}
     assert entries[1].target == "pkg.mod:add"

@@ -62,8 +62,7 @@ def example_source(monkeypatch):
 def test_the_example_beside_another_relu_provider_loads_without_a_collision(rival, example_source):
     """What docs/plugins.md has a user do: install acme-kernels where aten::relu is already provided."""
     declared = tomllib.loads((EXAMPLE / "pyproject.toml").read_text())["project"]["entry-points"]
-    rival.add_dist("acme-kernels", "0.1.0", declared["nbx.plugins"], {},
-                   opt_in=declared["nbx.plugins.opt_in"])
+    rival.add_dist("acme-kernels", "0.1.0", declared["nbx.plugins"], {}, opt_in=declared["nbx.plugins.opt_in"])
     registry = load_registry(RegistryConfig(), path=[str(rival.root)])  # strict: raises on any problem
     assert registry.resolve("acme::scaled_add").plugin == "acme"
     assert registry.resolve("aten::relu").plugin == "other"
@@ -109,7 +108,8 @@ def test_a_preference_resolves_the_collision_and_listings_show_it(rival, acme):
     registry = load(rival, acme, RegistryConfig(prefer=PREFER_ACME))
     assert registry.lookup("aten::relu") is sys.modules["acme_kernels.ops"].relu
     assert [(e.plugin, e.status, e.preferred) for e in registry.entries() if e.name == "aten::relu"] == [
-        ("acme_relu", "active", True), ("other", "overridden", False)
+        ("acme_relu", "active", True),
+        ("other", "overridden", False),
     ]
 
 
@@ -132,6 +132,7 @@ def test_the_cli_resolves_the_collision_by_preference_and_reports_it(rival, acme
     document = json.loads(result.stdout)
     relu = [op for op in document["ops"] if op["name"] == "aten::relu"]
     assert [(op["plugin"], op["status"], op["preferred"]) for op in relu] == [
-        ("acme_relu", "active", True), ("other", "overridden", False)
+        ("acme_relu", "active", True),
+        ("other", "overridden", False),
     ]
     assert document["problems"] == []

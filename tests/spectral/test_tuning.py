@@ -25,13 +25,22 @@ def test_same_launch_as_before():
         for complex_in in (True, False):
             assert R.ROW_FFT.resolve(n, complex_in, target="sm_90")[0] == {"num_warps": 4, "PROGRAMS_PER_SM": 4}
             assert R.ROW_FFT.resolve(n, complex_in, target=None)[0] == {"num_warps": 1, "PROGRAMS_PER_SM": 4}
-    for n, c, gpu, cpu in ((65536, 16, 128, 256), (1 << 20, 64, 128, 256), (1 << 21, 128, 32, 256),
-                           (8192, 64, 128, 128)):
+    for n, c, gpu, cpu in (
+        (65536, 16, 128, 256),
+        (1 << 20, 64, 128, 256),
+        (1 << 21, 128, 32, 256),
+        (8192, 64, 128, 128),
+    ):
         assert R.COLUMN_PASS.resolve(n, c, target="sm_90")[0] == {"BLOCK_J": gpu}
         assert R.COLUMN_PASS.resolve(n, c, target=None)[0] == {"BLOCK_J": cpu}
     for kind, n, rows, bm in (("r2c", 400, 96032, 256), ("c2c", 100, 5, 16), ("c2r", 3000, 100, 128)):
-        assert F.DFT.resolve(kind, n, rows, target="sm_90")[0] == {"BM": 64, "BN": 32, "BK": 32, "num_warps": 2,
-                                                                    "num_stages": 3}
+        assert F.DFT.resolve(kind, n, rows, target="sm_90")[0] == {
+            "BM": 64,
+            "BN": 32,
+            "BK": 32,
+            "num_warps": 2,
+            "num_stages": 3,
+        }
         config = {"BM": bm, "BN": 64, "BK": 64, "num_warps": 1, "num_stages": 1}
         assert F.DFT.resolve(kind, n, rows, target=None)[0] == config
         if tuning.arch() is None:
@@ -53,8 +62,11 @@ def test_config_argument_replaces_the_lookup(monkeypatch):
     from nbx_core.testing import from_torch
 
     seen, launch = [], R.launch
-    monkeypatch.setattr(R, "launch", lambda kernel, grid, *a, **kw: seen.append((grid, kw["num_warps"]))
-                        or launch(kernel, grid, *a, **kw))
+    monkeypatch.setattr(
+        R,
+        "launch",
+        lambda kernel, grid, *a, **kw: seen.append((grid, kw["num_warps"])) or launch(kernel, grid, *a, **kw),
+    )
     x = make((5, 256))
     y = empty_tensor((5, 129), D.complex64, from_torch(x).device)
     R.row_fft(from_torch(x), y, n=256, n_lim=129, sign=-1, scale=1.0, config={"num_warps": 2, "PROGRAMS_PER_SM": 1})

@@ -27,8 +27,12 @@ def tma_readable(t: NBXTensor, inner_stride: int, row_stride: int, batch_strides
     ``batch_strides``: the contiguous dim dense, the rows apart, every stride and the base 16-byte
     aligned."""
     size = t.dtype.itemsize
-    return inner_stride == 1 and row_stride > 0 and t.data_ptr() % 16 == 0 \
+    return (
+        inner_stride == 1
+        and row_stride > 0
+        and t.data_ptr() % 16 == 0
         and all((s * size) % 16 == 0 for s in (row_stride, *batch_strides))
+    )
 
 
 @cache

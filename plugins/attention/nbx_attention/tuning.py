@@ -19,8 +19,10 @@ from nbx_core.tensor import NBXTensor, empty_tensor
 
 from .flash_attention import FLASH, flash_forward
 
-_TILES = {128: [(128, 64, 8, 3), (128, 128, 8, 3), (64, 64, 4, 3), (128, 128, 8, 4), (64, 128, 4, 3)],
-          64: [(128, 64, 4, 3), (64, 64, 4, 3), (128, 64, 8, 3), (64, 128, 4, 3)]}
+_TILES = {
+    128: [(128, 64, 8, 3), (128, 128, 8, 3), (64, 64, 4, 3), (128, 128, 8, 4), (64, 128, 4, 3)],
+    64: [(128, 64, 4, 3), (64, 64, 4, 3), (128, 64, 8, 3), (64, 128, 4, 3)],
+}
 _DECODE = [(16, 64, 4, 4), (16, 64, 4, 5), (16, 64, 4, 6), (16, 32, 4, 8), (16, 64, 8, 4)]
 
 
@@ -42,17 +44,29 @@ def _cases(shape: Shape, dtype: str) -> list[Case]:
     q, k, v = randn((B, H, L, D), dtype, rng), randn((B, H, S, D), dtype, rng), randn((B, H, S, D), dtype, rng)
     out = empty_tensor((B, H, L, D), q.dtype, q.device)
     cases = []
-    for causal in ((True, False) if L == S else (False,)):
+    for causal in (True, False) if L == S else (False,):
+
         def run(cfg: dict[str, int] | None, causal: bool = causal) -> NBXTensor:
-            flash_forward(q, k, v, None, out, None, scale=1 / math.sqrt(D), causal=causal, masked_lse=0.0,
-                          config=cfg)
+            flash_forward(q, k, v, None, out, None, scale=1 / math.sqrt(D), causal=causal, masked_lse=0.0, config=cfg)
             return out
 
-        cases.append(Case(f"{'causal' if causal else 'full'} {'x'.join(map(str, shape))} {dtype}",
-                          (dtype, L, S, D, D, causal), run, candidates(dtype, L, S, D, causal),
-                          ("nn.functional.scaled_dot_product_attention", (q, k, v, None, 0.0, causal))))
+        cases.append(
+            Case(
+                f"{'causal' if causal else 'full'} {'x'.join(map(str, shape))} {dtype}",
+                (dtype, L, S, D, D, causal),
+                run,
+                candidates(dtype, L, S, D, causal),
+                ("nn.functional.scaled_dot_product_attention", (q, k, v, None, 0.0, causal)),
+            )
+        )
     return cases
 
 
-SWEEPS = [Sweep(FLASH, [(4, 32, 4096, 4096, 128), (16, 12, 512, 512, 64), (16, 32, 1, 4096, 128),
-                        (1, 32, 16384, 16384, 128)], _cases, "BxHxLxSxD")]
+SWEEPS = [
+    Sweep(
+        FLASH,
+        [(4, 32, 4096, 4096, 128), (16, 12, 512, 512, 64), (16, 32, 1, 4096, 128), (1, 32, 16384, 16384, 128)],
+        _cases,
+        "BxHxLxSxD",
+    )
+]

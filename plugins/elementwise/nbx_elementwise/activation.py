@@ -45,8 +45,9 @@ def _reciprocal(y):
     # On a GPU one MUFU.RCP (within 1 ulp): IEEE division (div.full) costs several instructions more,
     # which half-type gelu, compute-bound at 2 bytes an element, cannot afford.
     if _FAST_RCP:
-        return tl.inline_asm_elementwise("rcp.approx.ftz.f32 $0, $1;", "=r,r", [y], dtype=tl.float32,
-                                         is_pure=True, pack=1)
+        return tl.inline_asm_elementwise(
+            "rcp.approx.ftz.f32 $0, $1;", "=r,r", [y], dtype=tl.float32, is_pure=True, pack=1
+        )
     else:
         return 1.0 / y
 

@@ -243,9 +243,7 @@ def _div(op: str, self: Any, other: Any, rounding_mode: str | None, out: NBXTens
     if rounding_mode is None:
         return pointwise(op, _truediv, self, other, float_op=True, out=out)
     if rounding_mode not in ("trunc", "floor"):
-        raise NbxValueError(
-            f"{op}: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}"
-        )
+        raise NbxValueError(f"{op}: rounding_mode must be None, 'trunc' or 'floor', got {rounding_mode!r}")
     if common is D.bool_:
         raise NbxTypeError(f"{op}: rounding division is not defined for bool tensors: cast them to an integer dtype")
     if common.is_floating_point:
@@ -299,8 +297,10 @@ def pow(self: Any, exponent: Any, *, out: NBXTensor | None = None) -> NBXTensor:
     if common is D.bool_:
         if isinstance(exponent, bool):
             return pointwise(op, _pow_bool, self, exponent, out=out)
-        raise NbxTypeError(f"{op}: not defined for bool tensors (but for a Python bool exponent): cast them to "
-                           "an integer or floating dtype")
+        raise NbxTypeError(
+            f"{op}: not defined for bool tensors (but for a Python bool exponent): cast them to "
+            "an integer or floating dtype"
+        )
     if common.is_floating_point:
         return pointwise(op, _pow_float, self, exponent, dtype=common, compute=D.float64, out=out)
     if not isinstance(exponent, NBXTensor) and exponent < 0:
@@ -330,8 +330,9 @@ def lerp(self: NBXTensor, end: NBXTensor, weight: Any, *, out: NBXTensor | None 
     return pointwise(op, _lerp, self, end, w, dtype=self.dtype, out=out)
 
 
-def _addc(op: str, fn: Any, self: NBXTensor, tensor1: NBXTensor, tensor2: NBXTensor, value: Any,
-          out: NBXTensor | None) -> NBXTensor:
+def _addc(
+    op: str, fn: Any, self: NBXTensor, tensor1: NBXTensor, tensor2: NBXTensor, value: Any, out: NBXTensor | None
+) -> NBXTensor:
     for arg, v in (("self", self), ("tensor1", tensor1), ("tensor2", tensor2)):
         tensor_arg(op, v, arg)
     common = _common(op, self, tensor1, tensor2)
@@ -342,18 +343,24 @@ def _addc(op: str, fn: Any, self: NBXTensor, tensor1: NBXTensor, tensor2: NBXTen
     return pointwise(op, fn, self, tensor1, tensor2, value, dtype=common, out=out)
 
 
-def addcmul(self: NBXTensor, tensor1: NBXTensor, tensor2: NBXTensor, *, value: Any = 1,
-            out: NBXTensor | None = None) -> NBXTensor:
+def addcmul(
+    self: NBXTensor, tensor1: NBXTensor, tensor2: NBXTensor, *, value: Any = 1, out: NBXTensor | None = None
+) -> NBXTensor:
     """``aten::addcmul``: ``self + value * tensor1 * tensor2``."""
     return _addc("aten::addcmul", _addcmul, self, tensor1, tensor2, value, out)
 
 
-def addcdiv(self: NBXTensor, tensor1: NBXTensor, tensor2: NBXTensor, *, value: Any = 1,
-            out: NBXTensor | None = None) -> NBXTensor:
+def addcdiv(
+    self: NBXTensor, tensor1: NBXTensor, tensor2: NBXTensor, *, value: Any = 1, out: NBXTensor | None = None
+) -> NBXTensor:
     """``aten::addcdiv``: ``self + value * tensor1 / tensor2``; integer tensor1 / tensor2 are refused."""
     op = "aten::addcdiv"
-    if (isinstance(tensor1, NBXTensor) and tensor1.dtype.is_integral and isinstance(tensor2, NBXTensor)
-            and tensor2.dtype.is_integral):
+    if (
+        isinstance(tensor1, NBXTensor)
+        and tensor1.dtype.is_integral
+        and isinstance(tensor2, NBXTensor)
+        and tensor2.dtype.is_integral
+    ):
         raise NbxTypeError(
             f"{op}: integer division of tensor1 by tensor2 is not supported: cast them to a floating dtype"
         )

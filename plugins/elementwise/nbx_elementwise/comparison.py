@@ -111,8 +111,9 @@ def _extremum(name: str, fn: Any) -> Callable[..., NBXTensor]:
     def wrapper(self: NBXTensor, other: NBXTensor, *, out: NBXTensor | None = None) -> NBXTensor:
         tensor_arg(op, self, dtypes=REAL)
         tensor_arg(op, other, "other", dtypes=REAL)
-        return pointwise(op, fn, self, other, compute=D.int8 if D.result_type(self, other) is D.bool_ else None,
-                         out=out)
+        return pointwise(
+            op, fn, self, other, compute=D.int8 if D.result_type(self, other) is D.bool_ else None, out=out
+        )
 
     wrapper.__name__ = wrapper.__qualname__ = name
     wrapper.__doc__ = f"``{op}``: elementwise, NaN wins; promotes like a binary op."
@@ -129,8 +130,9 @@ def clamp(self: NBXTensor, min: Any = None, max: Any = None, *, out: NBXTensor |
     tensor_arg(op, self, dtypes=REAL)
     if min is None and max is None:
         raise NbxValueError(f"{op}: at least one of 'min' or 'max' must not be None")
-    bounds = [check_dtype(op, operand(op, v, arg), arg, REAL) for arg, v in (("min", min), ("max", max))
-              if v is not None]
+    bounds = [
+        check_dtype(op, operand(op, v, arg), arg, REAL) for arg, v in (("min", min), ("max", max)) if v is not None
+    ]
     common = D.result_type(self, *bounds)
     compute = D.int8 if common is D.bool_ else None
     if min is None:
@@ -151,16 +153,16 @@ def clamp_min(self: NBXTensor, min: Any, *, out: NBXTensor | None = None) -> NBX
         raise NbxValueError(f"{op}: 'min' must be a number or a tensor, got None")
     bound = check_dtype(op, operand(op, min, "min"), "min", REAL)
     common = D.result_type(self, bound)
-    return pointwise(op, _clamp_lo, self, bound, dtype=common, compute=D.int8 if common is D.bool_ else None,
-                     out=out)
+    return pointwise(op, _clamp_lo, self, bound, dtype=common, compute=D.int8 if common is D.bool_ else None, out=out)
 
 
 def where(condition: NBXTensor, self: Any, other: Any, *, out: NBXTensor | None = None) -> NBXTensor:
     """``aten::where`` (self, ScalarSelf, ScalarOther, Scalar): ``condition ? self : other``,
     broadcast over all three, in the promoted dtype of self and other."""
     op = "aten::where"
-    check_dtype(op, tensor_arg(op, condition, "condition"), "condition", BOOL | {D.uint8},
-                fix="compare it with != 0 first")
+    check_dtype(
+        op, tensor_arg(op, condition, "condition"), "condition", BOOL | {D.uint8}, fix="compare it with != 0 first"
+    )
     x = check_dtype(op, operand(op, self, "self"), "self", REAL)
     y = check_dtype(op, operand(op, other, "other"), "other", REAL)
     return pointwise(op, _where, condition, x, y, dtype=D.result_type(x, y), out=out)

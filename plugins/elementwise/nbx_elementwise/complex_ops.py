@@ -36,8 +36,13 @@ def complex(real: NBXTensor, imag: NBXTensor) -> NBXTensor:  # noqa: A001
     or complex32), broadcast together."""
     op = "aten::complex"
     for arg, t in (("real", real), ("imag", imag)):
-        check_dtype(op, tensor_arg(op, t, arg), arg, {D.float32},
-                    fix="NBX builds complex64 only, from float32 parts: cast both parts to float32")
+        check_dtype(
+            op,
+            tensor_arg(op, t, arg),
+            arg,
+            {D.float32},
+            fix="NBX builds complex64 only, from float32 parts: cast both parts to float32",
+        )
     device = check_device(op, real, imag)
     out = empty_tensor(broadcast_shapes(op, real.shape, imag.shape), D.complex64, device)
     pairs = view_as_real(out)

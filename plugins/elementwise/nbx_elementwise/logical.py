@@ -105,8 +105,9 @@ def _bitwise(name: str, fn: Any, bool_result: bool = True) -> Callable[..., NBXT
         check_dtype(op, y, "other", BOOL | INTEGRAL)
         if not bool_result and D.result_type(x, y) is D.bool_:
             # As torch: a bool operand promotes with an integer one, but two bools have no shift.
-            raise NbxTypeError(f"{op}: both operands are bool, and {op} takes integer values: cast one to an "
-                               "integer dtype")
+            raise NbxTypeError(
+                f"{op}: both operands are bool, and {op} takes integer values: cast one to an integer dtype"
+            )
         return pointwise(op, fn, x, y, out=out)
 
     wrapper.__name__ = wrapper.__qualname__ = name

@@ -18,8 +18,11 @@ _cubic = op("aten::add.Tensor", _x, op("aten::mul.Tensor", op("aten::pow.Tensor_
 _inner = op("aten::mul.Tensor", _cubic, math.sqrt(2.0 / math.pi))
 GELU_TANH = Pattern(
     "nbx::gelu_tanh",
-    op("aten::mul.Tensor", op("aten::mul.Tensor", _x, 0.5),
-       op("aten::add.Tensor", op("aten::tanh.default", _inner), 1.0)),
+    op(
+        "aten::mul.Tensor",
+        op("aten::mul.Tensor", _x, 0.5),
+        op("aten::add.Tensor", op("aten::tanh.default", _inner), 1.0),
+    ),
     call=("x",),
 )
 

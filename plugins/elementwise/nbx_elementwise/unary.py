@@ -304,7 +304,6 @@ def round(self: NBXTensor, decimals: int = 0, *, out: NBXTensor | None = None) -
     return pointwise(op, fn, self, float(10.0 ** builtins.abs(decimals)), dtype=self.dtype, out=out)
 
 
-
 def sign(self: NBXTensor, *, out: NBXTensor | None = None) -> NBXTensor:
     """``aten::sign``: -1, 0 or 1 in the input dtype (bool stays bool; NaN gives 0)."""
     op = "aten::sign"
@@ -331,8 +330,14 @@ isinf = _classify("isinf", _isinf, _never)
 isfinite = _classify("isfinite", _isfinite, _always)
 
 
-def nan_to_num(self: NBXTensor, nan: float | None = None, posinf: float | None = None,
-               neginf: float | None = None, *, out: NBXTensor | None = None) -> NBXTensor:
+def nan_to_num(
+    self: NBXTensor,
+    nan: float | None = None,
+    posinf: float | None = None,
+    neginf: float | None = None,
+    *,
+    out: NBXTensor | None = None,
+) -> NBXTensor:
     """``aten::nan_to_num``: NaN → ``nan`` (0), +inf → ``posinf`` and -inf → ``neginf``
     (default: the dtype's largest and lowest finite values). Integer tensors are copied."""
     op = "aten::nan_to_num"
@@ -340,8 +345,11 @@ def nan_to_num(self: NBXTensor, nan: float | None = None, posinf: float | None =
     if not self.dtype.is_floating_point:
         return pointwise(op, _same, self, out=out)
     info = ml_dtypes.finfo(self.dtype.np)
-    values = [0.0 if nan is None else nan, float(info.max) if posinf is None else posinf,
-              float(info.min) if neginf is None else neginf]
+    values = [
+        0.0 if nan is None else nan,
+        float(info.max) if posinf is None else posinf,
+        float(info.min) if neginf is None else neginf,
+    ]
     for arg, v in zip(("nan", "posinf", "neginf"), values, strict=True):
         number_arg(op, v, arg)
     return pointwise(op, _nan_to_num, self, *(float(v) for v in values), dtype=self.dtype, out=out)

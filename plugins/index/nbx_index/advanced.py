@@ -38,11 +38,22 @@ BIG = 2**62
 
 
 @triton.jit
-def _lin_kernel(lin_ptr, idx_ptr, flag_ptr, n, size, stride, shape, strides, ACC: tl.constexpr,
-                NDIM: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr):
+def _lin_kernel(
+    lin_ptr,
+    idx_ptr,
+    flag_ptr,
+    n,
+    size,
+    stride,
+    shape,
+    strides,
+    ACC: tl.constexpr,
+    NDIM: tl.constexpr,
+    BLOCK: tl.constexpr,
+    INT64: tl.constexpr,
+):
     i, m = block_indices(n, BLOCK, INT64)
-    v = checked(tl.load(idx_ptr + strided_offsets(i, shape, strides, NDIM), mask=m, other=0), size, flag_ptr,
-                m, True)
+    v = checked(tl.load(idx_ptr + strided_offsets(i, shape, strides, NDIM), mask=m, other=0), size, flag_ptr, m, True)
     off = v * stride
     if ACC:
         off += tl.load(lin_ptr + i, mask=m, other=0)
@@ -79,8 +90,22 @@ class _Plan:
             flag = flag_for(x.device)
             t = V.expand(self.slots[d], self.bshape)
             shape, (st,) = coalesce(t.shape, t.stride())
-            launch(_lin_kernel, (cdiv(n, block),), lin, t, flag, n, x.shape[d], x.stride(d), shape, st, ACC=k > 0,
-                   NDIM=len(shape), BLOCK=block, INT64=needs_int64(n, t))
+            launch(
+                _lin_kernel,
+                (cdiv(n, block),),
+                lin,
+                t,
+                flag,
+                n,
+                x.shape[d],
+                x.stride(d),
+                shape,
+                st,
+                ACC=k > 0,
+                NDIM=len(shape),
+                BLOCK=block,
+                INT64=needs_int64(n, t),
+            )
             (raise_now_if_flagged if wait else raise_if_flagged)(op, f"indices[{d}]", flag, x.shape[d])
         return lin
 
@@ -100,11 +125,12 @@ def _expand_masks(op: str, x: NBXTensor, indices: Sequence[Any]) -> tuple[NBXTen
             if t.ndim == 0:
                 x = V.unsqueeze(x, d0)
                 t = V.reshape(t, (1,))
-            want = x.shape[d0:d0 + t.ndim]
+            want = x.shape[d0 : d0 + t.ndim]
             if tuple(want) != tuple(t.shape):
                 raise IndexOutOfRangeError(
                     f"{op}: the mask of shape {tuple(t.shape)} at indices[{k}] does not match the indexed "
-                    f"dims {tuple(want)} of self {tuple(x.shape)}")
+                    f"dims {tuple(want)} of self {tuple(x.shape)}"
+                )
             from .search import nonzero
 
             nz = nonzero(t)
@@ -143,9 +169,23 @@ def _put(op: str, dst: NBXTensor, indices: Sequence[Any], values: NBXTensor, acc
     dst_ls = (*plan.pre[1], *plan.post[1])
     nb = len(plan.bshape)
     vst = vals.stride()
-    src_ls = (*vst[:len(plan.pre[0])], *vst[len(plan.pre[0]) + nb:])
-    scatter_serial(plan.x, lin, vals, None, ADD if accumulate else SET, lanes, dst_ls, src_ls,
-                   tuple(0 for _ in lanes), J, 1, Q, 1, BIG)
+    src_ls = (*vst[: len(plan.pre[0])], *vst[len(plan.pre[0]) + nb :])
+    scatter_serial(
+        plan.x,
+        lin,
+        vals,
+        None,
+        ADD if accumulate else SET,
+        lanes,
+        dst_ls,
+        src_ls,
+        tuple(0 for _ in lanes),
+        J,
+        1,
+        Q,
+        1,
+        BIG,
+    )
 
 
 def index_put_(self: NBXTensor, indices: Sequence[Any], values: NBXTensor, accumulate: bool = False) -> NBXTensor:

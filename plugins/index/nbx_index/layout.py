@@ -73,8 +73,20 @@ def roll(self: NBXTensor, shifts: Sequence[int] | int, dims: Sequence[int] | int
 
 
 @triton.jit
-def _tri_kernel(out_ptr, x_ptr, n, rows, cols, diagonal, shape, strides, UPPER: tl.constexpr,
-                NDIM: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr):
+def _tri_kernel(
+    out_ptr,
+    x_ptr,
+    n,
+    rows,
+    cols,
+    diagonal,
+    shape,
+    strides,
+    UPPER: tl.constexpr,
+    NDIM: tl.constexpr,
+    BLOCK: tl.constexpr,
+    INT64: tl.constexpr,
+):
     i, m = block_indices(n, BLOCK, INT64)
     c = (i % cols).to(tl.int64)
     r = ((i // cols) % rows).to(tl.int64)
@@ -94,8 +106,22 @@ def _tri(op: str, x: NBXTensor, diagonal: int, upper: bool) -> NBXTensor:
     if n == 0:
         return out
     block = block_size(n)
-    launch(_tri_kernel, (cdiv(n, block),), out, x, n, x.shape[-2], x.shape[-1], diagonal, tuple(x.shape),
-           tuple(x.stride()), UPPER=upper, NDIM=x.ndim, BLOCK=block, INT64=needs_int64(n, x))
+    launch(
+        _tri_kernel,
+        (cdiv(n, block),),
+        out,
+        x,
+        n,
+        x.shape[-2],
+        x.shape[-1],
+        diagonal,
+        tuple(x.shape),
+        tuple(x.stride()),
+        UPPER=upper,
+        NDIM=x.ndim,
+        BLOCK=block,
+        INT64=needs_int64(n, x),
+    )
     return out
 
 
@@ -178,8 +204,9 @@ def _source_index(op: str, repeats: NBXTensor, output_size: int | None) -> NBXTe
     total = int(V.select(cum, 0, n - 1).item()) if n else 0
     if output_size is not None:
         if output_size != total and n and TRAITS.runs_kernels:
-            raise NbxValueError(f"{op}: output_size={output_size} but the repeats sum to {total}: "
-                                    "pass the sum or leave output_size out")
+            raise NbxValueError(
+                f"{op}: output_size={output_size} but the repeats sum to {total}: pass the sum or leave output_size out"
+            )
         total = output_size
     pos = creation.arange(total, dtype=D.int64, device=repeats.device)
     if total == 0:
@@ -187,8 +214,9 @@ def _source_index(op: str, repeats: NBXTensor, output_size: int | None) -> NBXTe
     return _search(pos, cum, 1, repeats.dtype, D.int64)
 
 
-def repeat_interleave(self: NBXTensor, repeats: Any = None, dim: int | None = None, *,
-                      output_size: int | None = None) -> NBXTensor:
+def repeat_interleave(
+    self: NBXTensor, repeats: Any = None, dim: int | None = None, *, output_size: int | None = None
+) -> NBXTensor:
     """``aten::repeat_interleave`` (Tensor, self_Tensor, self_int): repeat each element (or slice
     along ``dim``) ``repeats`` times; the Tensor overload returns the source index of each output."""
     op = "aten::repeat_interleave"
@@ -224,5 +252,3 @@ def repeat_interleave(self: NBXTensor, repeats: Any = None, dim: int | None = No
     from .gather import index_select
 
     return index_select(x, d, idx)
-
-

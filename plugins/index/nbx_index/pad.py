@@ -24,9 +24,22 @@ _MODES = {"constant": CONSTANT, "reflect": REFLECT, "replicate": REPLICATE, "cir
 
 
 @triton.jit
-def _pad_kernel(out_ptr, x_ptr, n, out_shape, in_shape, in_strides, before, fval: tl.float64, ival: tl.int64,
-                MODE: tl.constexpr, FLOAT: tl.constexpr, NDIM: tl.constexpr, BLOCK: tl.constexpr,
-                INT64: tl.constexpr):
+def _pad_kernel(
+    out_ptr,
+    x_ptr,
+    n,
+    out_shape,
+    in_shape,
+    in_strides,
+    before,
+    fval: tl.float64,
+    ival: tl.int64,
+    MODE: tl.constexpr,
+    FLOAT: tl.constexpr,
+    NDIM: tl.constexpr,
+    BLOCK: tl.constexpr,
+    INT64: tl.constexpr,
+):
     i, m = block_indices(n, BLOCK, INT64)
     rem = i
     off = tl.zeros([BLOCK], tl.int64)
@@ -72,11 +85,13 @@ def _pad(op: str, x: NBXTensor, pad: Sequence[int], mode: int, value: Any = 0) -
             x = narrow(x, d, max(-lo, 0), size + min(lo, 0) + min(hi, 0))
             lo, hi, size = max(lo, 0), max(hi, 0), x.shape[d]
         if mode == REFLECT and (lo >= size or hi >= size):
-            raise NbxValueError(f"{op}: padding ({lo}, {hi}) must be smaller than the input size {size} of "
-                                f"dim {d} for reflect padding")
+            raise NbxValueError(
+                f"{op}: padding ({lo}, {hi}) must be smaller than the input size {size} of dim {d} for reflect padding"
+            )
         if mode == CIRCULAR and (lo > size or hi > size):
-            raise NbxValueError(f"{op}: padding ({lo}, {hi}) must be at most the input size {size} of dim {d} "
-                                "for circular padding")
+            raise NbxValueError(
+                f"{op}: padding ({lo}, {hi}) must be at most the input size {size} of dim {d} for circular padding"
+            )
         if mode in (REPLICATE, REFLECT) and size == 0 and (lo or hi):
             raise NbxValueError(f"{op}: cannot pad dim {d} of size 0 in this mode")
         before[d] = lo
@@ -96,9 +111,21 @@ def _pad(op: str, x: NBXTensor, pad: Sequence[int], mode: int, value: Any = 0) -
         raise NbxTypeError(f"{op}: value must be a number, got {type(value).__name__}")
     dims = (tuple(shape), tuple(x.shape), tuple(x.stride()), tuple(before)) if x.ndim else ((1,), (1,), (0,), (0,))
     block = block_size(n)
-    launch(_pad_kernel, (cdiv(n, block),), out, x, n, *dims, float(value) if fl else 0.0,
-           0 if fl else int(value), MODE=mode, FLOAT=fl, NDIM=len(dims[0]), BLOCK=block,
-           INT64=needs_int64(n, x, out))
+    launch(
+        _pad_kernel,
+        (cdiv(n, block),),
+        out,
+        x,
+        n,
+        *dims,
+        float(value) if fl else 0.0,
+        0 if fl else int(value),
+        MODE=mode,
+        FLOAT=fl,
+        NDIM=len(dims[0]),
+        BLOCK=block,
+        INT64=needs_int64(n, x, out),
+    )
     return out
 
 

@@ -14,8 +14,14 @@ _MODULES = {
     "nbx_index.search": ["nonzero", "bucketize", "isin"],
     "nbx_index.random": ["multinomial", "randperm"],
     "nbx_index.pad": [
-        "constant_pad_nd", "pad", "reflection_pad1d", "reflection_pad2d", "reflection_pad3d",
-        "replication_pad1d", "replication_pad2d", "replication_pad3d",
+        "constant_pad_nd",
+        "pad",
+        "reflection_pad1d",
+        "reflection_pad2d",
+        "reflection_pad3d",
+        "replication_pad1d",
+        "replication_pad2d",
+        "replication_pad3d",
     ],
     "nbx_index.layout": ["flip", "roll", "tril", "triu", "pixel_shuffle", "pixel_unshuffle", "repeat_interleave"],
 }

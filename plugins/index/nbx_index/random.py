@@ -29,11 +29,14 @@ from nbx_core.tensor.args import int_arg
 _state = {"seed": 0, "calls": 0}
 
 MULTINOMIAL = Tunable(
-    "index", "multinomial", {"BLOCK_S": "pow2", "BLOCK_N": "pow2"},
+    "index",
+    "multinomial",
+    {"BLOCK_S": "pow2", "BLOCK_N": "pow2"},
     key=lambda dtype, n, s: Key({"dtype": dtype, "N": bucket(n), "S": bucket(s)}),
     rule=lambda dtype, n, s: {"BLOCK_S": min(next_pow2(s), 64), "BLOCK_N": min(next_pow2(n), 128)},
     interpreter=lambda dtype, n, s: {"BLOCK_S": min(next_pow2(s), 64), "BLOCK_N": min(next_pow2(n), 4096)},
-    tables=Path(__file__).with_name("configs"))
+    tables=Path(__file__).with_name("configs"),
+)
 """Tiles of multinomial with replacement: BLOCK_S samples per program, which walk the row's CDF
 BLOCK_N categories at a time (a [BLOCK_S, BLOCK_N] comparison per step; the interpreter takes rows
 up to 4096 in one step). Arguments: the weights' dtype name, the categories and the samples per row."""
@@ -56,8 +59,9 @@ def _randint_kernel(out_ptr, n, seed, BLOCK: tl.constexpr):
     tl.store(out_ptr + i, tl.randint(seed, i).to(tl.int32, bitcast=True), mask=i < n)
 
 
-def randperm(n: int, *, generator: Any = None, dtype: Any = None, layout: Any = None, device: Any = None,
-             pin_memory: Any = None) -> NBXTensor:
+def randperm(
+    n: int, *, generator: Any = None, dtype: Any = None, layout: Any = None, device: Any = None, pin_memory: Any = None
+) -> NBXTensor:
     """``aten::randperm``: a random permutation of ``0..n-1`` (seed: :func:`manual_seed`)."""
     op = "aten::randperm"
     if generator is not None:
@@ -114,8 +118,7 @@ def _cdf_kernel(out_ptr, p_ptr, n, S, p_row, p_col, seed, BLOCK_S: tl.constexpr,
     tl.store(out_ptr + row * S + s, tl.minimum(count, last), mask=s < S)
 
 
-def multinomial(self: NBXTensor, num_samples: int, replacement: bool = False, *, generator: Any = None
-                ) -> NBXTensor:
+def multinomial(self: NBXTensor, num_samples: int, replacement: bool = False, *, generator: Any = None) -> NBXTensor:
     """``aten::multinomial``: ``num_samples`` category indices per row of the weights ``self`` (1-D or
     2-D, non-negative); without ``replacement`` each category is drawn at most once."""
     op = "aten::multinomial"
@@ -131,8 +134,10 @@ def multinomial(self: NBXTensor, num_samples: int, replacement: bool = False, *,
     if not isinstance(num_samples, int) or num_samples <= 0:
         raise NbxValueError(f"{op}: num_samples must be a positive int, got {num_samples!r}")
     if not replacement and num_samples > n:
-        raise NbxValueError(f"{op}: cannot draw {num_samples} samples without replacement from {n} categories: "
-                            "pass replacement=True or fewer samples")
+        raise NbxValueError(
+            f"{op}: cannot draw {num_samples} samples without replacement from {n} categories: "
+            "pass replacement=True or fewer samples"
+        )
     rows = self.shape[0] if self.ndim == 2 else 1
     p_row = self.stride(0) if self.ndim == 2 else 0
     p_col = self.stride(-1)
@@ -152,11 +157,31 @@ def multinomial(self: NBXTensor, num_samples: int, replacement: bool = False, *,
     return out
 
 
-def sample_rows(out: NBXTensor, p: NBXTensor, rows: int, n: int, samples: int, p_row: int, p_col: int, seed: int,
-                config: Mapping[str, int] | None = None) -> None:
+def sample_rows(
+    out: NBXTensor,
+    p: NBXTensor,
+    rows: int,
+    n: int,
+    samples: int,
+    p_row: int,
+    p_col: int,
+    seed: int,
+    config: Mapping[str, int] | None = None,
+) -> None:
     """``samples`` draws with replacement from each of ``rows`` rows of ``n`` weights (``p[r, c]`` at
     ``r * p_row + c * p_col``) into ``out`` (``(rows, samples)`` contiguous int64), by ``seed``;
     ``config`` replaces :data:`MULTINOMIAL`'s lookup."""
     cfg = MULTINOMIAL.choose(config, p.dtype.name, n, samples)
-    launch(_cdf_kernel, (rows, cdiv(samples, cfg["BLOCK_S"])), out, p, n, samples, p_row, p_col, seed,
-           BLOCK_S=cfg["BLOCK_S"], BLOCK_N=cfg["BLOCK_N"])
+    launch(
+        _cdf_kernel,
+        (rows, cdiv(samples, cfg["BLOCK_S"])),
+        out,
+        p,
+        n,
+        samples,
+        p_row,
+        p_col,
+        seed,
+        BLOCK_S=cfg["BLOCK_S"],
+        BLOCK_N=cfg["BLOCK_N"],
+    )

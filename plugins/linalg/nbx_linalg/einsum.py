@@ -36,7 +36,7 @@ def _parse_term(term: str, where: str) -> tuple[list[str], bool, int]:
     while i < len(term):
         ch = term[i]
         if ch == ".":
-            if term[i:i + 3] != "..." or has_ellipsis:
+            if term[i : i + 3] != "..." or has_ellipsis:
                 raise NbxValueError(f"{OP}: {where} has a '.' that is not part of one '...' ellipsis")
             has_ellipsis, pos = True, len(letters)
             i += 3
@@ -49,8 +49,7 @@ def _parse_term(term: str, where: str) -> tuple[list[str], bool, int]:
 
 
 def _strided(t: NBXTensor, shape: Sequence[int], strides: Sequence[int], offset: int | None = None) -> NBXTensor:
-    return NBXTensor(t.storage, tuple(shape), tuple(strides), t.storage_offset() if offset is None else offset,
-                     t.dtype)
+    return NBXTensor(t.storage, tuple(shape), tuple(strides), t.storage_offset() if offset is None else offset, t.dtype)
 
 
 def _grouped(t: NBXTensor, shape: tuple[int, ...]) -> NBXTensor:
@@ -73,24 +72,28 @@ class _Operand:
         return [self.t.shape[pos[lab]] for lab in order], [self.t.stride()[pos[lab]] for lab in order]
 
 
-def _operands(terms: list[tuple[list[str], bool, int]], tensors: Sequence[NBXTensor],
-              n_ellipsis: int) -> tuple[list[_Operand], dict[Label, int]]:
+def _operands(
+    terms: list[tuple[list[str], bool, int]], tensors: Sequence[NBXTensor], n_ellipsis: int
+) -> tuple[list[_Operand], dict[Label, int]]:
     sizes: dict[Label, int] = {}
     found: list[tuple[NBXTensor, list[Label]]] = []
     for i, ((letters, has_e, pos), t) in enumerate(zip(terms, tensors, strict=True)):
         e = t.ndim - len(letters)
         if (not has_e and e != 0) or e < 0:
-            raise ShapeError(f"{OP}: the number of subscripts in the equation ({len(letters)}) does not match the "
-                             f"number of dimensions ({t.ndim}) for operand {i}"
-                             + ("" if has_e else " and no ellipsis was given"))
+            raise ShapeError(
+                f"{OP}: the number of subscripts in the equation ({len(letters)}) does not match the "
+                f"number of dimensions ({t.ndim}) for operand {i}" + ("" if has_e else " and no ellipsis was given")
+            )
         labels: list[Label] = [*letters[:pos], *range(n_ellipsis - e, n_ellipsis), *letters[pos:]]
         # Repeated subscripts take the diagonal: one dim whose stride is the sum of theirs.
         uniq: dict[Label, tuple[int, int]] = {}
         for lab, size, stride in zip(labels, t.shape, t.stride(), strict=True):
             if lab in uniq:
                 if uniq[lab][0] != size:
-                    raise ShapeError(f"{OP}: subscript {lab} is repeated for operand {i} but the sizes don't "
-                                     f"match, {uniq[lab][0]} != {size}")
+                    raise ShapeError(
+                        f"{OP}: subscript {lab} is repeated for operand {i} but the sizes don't "
+                        f"match, {uniq[lab][0]} != {size}"
+                    )
                 uniq[lab] = (size, uniq[lab][1] + stride)
             else:
                 uniq[lab] = (size, stride)
@@ -100,8 +103,10 @@ def _operands(terms: list[tuple[list[str], bool, int]], tensors: Sequence[NBXTen
                 sizes[lab] = size
             elif size not in (1, seen):
                 name = f"subscript {lab}" if isinstance(lab, str) else "an ellipsis dim"
-                raise ShapeError(f"{OP}: {name} has size {size} for operand {i} which does not broadcast with "
-                                 f"previously seen size {seen}")
+                raise ShapeError(
+                    f"{OP}: {name} has size {size} for operand {i} which does not broadcast with "
+                    f"previously seen size {seen}"
+                )
         found.append((_strided(t, [s for s, _ in uniq.values()], [st for _, st in uniq.values()]), list(uniq)))
     ops = []
     for t, labels in found:
@@ -147,6 +152,7 @@ def _contract(x: _Operand, y: _Operand, keep: set[Label], sizes: dict[Label, int
 
 def _from_sublist(args: tuple[Any, ...]) -> tuple[str, list[NBXTensor]]:
     """einsum.sublist's (tensor, [dims], tensor, [dims], ..., [out dims]) as an equation."""
+
     def term(sub: Sequence[Any]) -> str:
         out = []
         for s in sub:
@@ -186,19 +192,23 @@ def einsum(equation: Any, tensors: Any = None, *rest: Any, path: Sequence[int] |
     raw = lhs.split(",")
     if len(raw) != len(tensors):
         more = "fewer" if len(raw) > len(tensors) else "more"
-        raise NbxValueError(f"{OP}: {more} operands were provided than specified in the equation "
-                            f"({len(raw)} terms, {len(tensors)} tensors)")
+        raise NbxValueError(
+            f"{OP}: {more} operands were provided than specified in the equation "
+            f"({len(raw)} terms, {len(tensors)} tensors)"
+        )
     terms = [_parse_term(t, f"term {i} of {equation!r}") for i, t in enumerate(raw)]
-    n_ellipsis = max((t.ndim - len(letters) for (letters, has_e, _), t in zip(terms, tensors, strict=True)
-                      if has_e), default=0)
+    n_ellipsis = max(
+        (t.ndim - len(letters) for (letters, has_e, _), t in zip(terms, tensors, strict=True) if has_e), default=0
+    )
     ops, sizes = _operands(terms, tensors, n_ellipsis)
 
     if arrow:
         letters, has_e, pos = _parse_term(rhs, "the output")
         for lab in letters:
             if lab not in sizes:
-                raise NbxValueError(f"{OP}: output subscript {lab} does not appear in the equation for any input "
-                                    "operand")
+                raise NbxValueError(
+                    f"{OP}: output subscript {lab} does not appear in the equation for any input operand"
+                )
             if letters.count(lab) > 1:
                 raise NbxValueError(f"{OP}: output subscript {lab} appears more than once in the output")
         out_labels: list[Label] = [*letters[:pos], *(range(n_ellipsis) if has_e else ()), *letters[pos:]]
@@ -229,8 +239,7 @@ def _pairs(path: Sequence[int] | None, n: int) -> list[tuple[int, int]] | None:
         return None
     flat = list(path)
     if len(flat) != 2 * (n - 1) or not all(isinstance(p, int) for p in flat):
-        raise NbxValueError(f"{OP}: path must list {n - 1} pairs of operand positions ({2 * (n - 1)} ints), "
-                            f"got {flat}")
+        raise NbxValueError(f"{OP}: path must list {n - 1} pairs of operand positions ({2 * (n - 1)} ints), got {flat}")
     pairs = []
     left = n
     for a, b in zip(flat[0::2], flat[1::2], strict=True):

@@ -9,9 +9,11 @@ _MATMUL = ["mm", "bmm", "addmm", "baddbmm", "matmul", "linear", "mv", "addmv", "
 
 @hookimpl
 def nbx_register_kernels(registry) -> None:
-    registry.register_modules({
-        "nbx_linalg.matmul": [f"aten::{n}" for n in _MATMUL],
-        "nbx_linalg.einsum": ["aten::einsum"],
-        "nbx_linalg.distance": ["aten::_cdist_forward", "aten::_pdist_forward"],
-        "nbx_linalg.lstm": ["aten::lstm"],
-    })
+    registry.register_modules(
+        {
+            "nbx_linalg.matmul": [f"aten::{n}" for n in _MATMUL],
+            "nbx_linalg.einsum": ["aten::einsum"],
+            "nbx_linalg.distance": ["aten::_cdist_forward", "aten::_pdist_forward"],
+            "nbx_linalg.lstm": ["aten::lstm"],
+        }
+    )

@@ -18,14 +18,25 @@ from .moments import apply_channels, moments
 from .params import check_vector, stat_dtype
 
 
-def _group_norm(op: str, input: NBXTensor, weight: NBXTensor | None, bias: NBXTensor | None, n: int, c: int,
-                hxw: int, group: int, eps: float) -> tuple[NBXTensor, NBXTensor, NBXTensor]:
+def _group_norm(
+    op: str,
+    input: NBXTensor,
+    weight: NBXTensor | None,
+    bias: NBXTensor | None,
+    n: int,
+    c: int,
+    hxw: int,
+    group: int,
+    eps: float,
+) -> tuple[NBXTensor, NBXTensor, NBXTensor]:
     x = tensor_arg(op, input, "input", dtypes=FLOATING, min_ndim=1)
     for v, arg in ((n, "N"), (c, "C"), (hxw, "HxW"), (group, "group")):
         int_arg(op, v, arg)
     if group <= 0 or c % group:
-        raise NbxValueError(f"{op}: the number of channels C={c} must be divisible by num_groups={group}: "
-                            "pick a num_groups that divides the channels")
+        raise NbxValueError(
+            f"{op}: the number of channels C={c} must be divisible by num_groups={group}: "
+            "pick a num_groups that divides the channels"
+        )
     if x.numel() != n * c * hxw:
         raise ShapeError(f"{op}: input of shape {list(x.shape)} does not hold N*C*HxW = {n}*{c}*{hxw} elements")
     params = {"weight": weight, "bias": bias}
@@ -48,17 +59,22 @@ def _group_norm(op: str, input: NBXTensor, weight: NBXTensor | None, bias: NBXTe
     return out, mean, rstd
 
 
-def native_group_norm(input: NBXTensor, weight: NBXTensor | None, bias: NBXTensor | None, N: int, C: int,
-                      HxW: int, group: int, eps: float) -> tuple[NBXTensor, NBXTensor, NBXTensor]:
+def native_group_norm(
+    input: NBXTensor, weight: NBXTensor | None, bias: NBXTensor | None, N: int, C: int, HxW: int, group: int, eps: float
+) -> tuple[NBXTensor, NBXTensor, NBXTensor]:
     """``aten::native_group_norm``: (out, mean, rstd), statistics of shape (N, group)."""
     return _group_norm("native_group_norm", input, weight, bias, N, C, HxW, group, eps)
 
 
-def group_norm(input: NBXTensor, num_groups: int, weight: NBXTensor | None = None, bias: NBXTensor | None = None,
-               eps: float = 1e-5, cudnn_enabled: bool = True) -> NBXTensor:
+def group_norm(
+    input: NBXTensor,
+    num_groups: int,
+    weight: NBXTensor | None = None,
+    bias: NBXTensor | None = None,
+    eps: float = 1e-5,
+    cudnn_enabled: bool = True,
+) -> NBXTensor:
     """``aten::group_norm`` on an ``(N, C, *)`` input (``cudnn_enabled`` does not change the result)."""
     x = tensor_arg("group_norm", input, "input", dtypes=FLOATING, min_ndim=2)
     n, c = x.shape[0], x.shape[1]
     return _group_norm("group_norm", x, weight, bias, n, c, numel(x.shape[2:]), num_groups, eps)[0]
-
-

@@ -27,8 +27,10 @@ def stat_dtype(op: str, x: NBXTensor, params: dict[str, NBXTensor | None]) -> D.
     if pdt is x.dtype or (pdt is D.float32 and x.dtype in (D.float16, D.bfloat16)):
         return pdt
     name = next(iter(given))
-    raise NbxTypeError(f"{op}: {name} has dtype {pdt} but input is {x.dtype}: parameters must have the "
-                       f"input's dtype (or float32 for a float16/bfloat16 input)")
+    raise NbxTypeError(
+        f"{op}: {name} has dtype {pdt} but input is {x.dtype}: parameters must have the "
+        f"input's dtype (or float32 for a float16/bfloat16 input)"
+    )
 
 
 def check_vector(op: str, t: NBXTensor | None, arg: str, size: int) -> None:

@@ -13,8 +13,11 @@ _MODULES: dict[str, list[str]] = {
     "nbx_norm.rms_norm": ["aten::rms_norm", "nbx::rms_norm_cast"],
     "nbx_norm.group_norm": ["aten::native_group_norm", "aten::group_norm"],
     "nbx_norm.batch_norm": [
-        "aten::batch_norm", "aten::native_batch_norm", "aten::_native_batch_norm_legit",
-        "aten::_native_batch_norm_legit_no_training", "aten::cudnn_batch_norm",
+        "aten::batch_norm",
+        "aten::native_batch_norm",
+        "aten::_native_batch_norm_legit",
+        "aten::_native_batch_norm_legit_no_training",
+        "aten::cudnn_batch_norm",
     ],
     "nbx_norm.weight_norm": ["aten::_weight_norm", "aten::_weight_norm_interface"],
 }

@@ -35,8 +35,9 @@ def rms_norm_cast(x: NBXTensor, weight: NBXTensor, eps: float, dtype: D.DType) -
     return call("aten::mul.Tensor", weight, normed.to(dtype))
 
 
-def rms_norm(input: NBXTensor, normalized_shape: Sequence[int], weight: NBXTensor | None = None,
-             eps: float | None = None) -> NBXTensor:
+def rms_norm(
+    input: NBXTensor, normalized_shape: Sequence[int], weight: NBXTensor | None = None, eps: float | None = None
+) -> NBXTensor:
     """``aten::rms_norm``; ``weight`` may be of another floating dtype (the output is the input's)."""
     x = tensor_arg("rms_norm", input, "input", dtypes=FLOATING)
     if eps is None:

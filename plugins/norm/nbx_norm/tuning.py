@@ -30,12 +30,20 @@ def _cases(shape: Shape, dtype: str) -> list[Case]:
     args = (dtype, n, row_block(n))
     name = f"{m}x{n} {dtype}"
     return [
-        Case(f"layer_norm {name}", args,
-             lambda cfg: row_norm("layer_norm", x, [n], w, b, 1e-5, rms=False, stats=False, config=cfg)[0],
-             candidates(n), ("nn.functional.layer_norm", (x, [n], w, b))),
-        Case(f"rms_norm {name}", args,
-             lambda cfg: row_norm("rms_norm", x, [n], w, None, 1e-6, rms=True, stats=False, config=cfg)[0],
-             candidates(n), ("nn.functional.rms_norm", (x, [n], w, 1e-6))),
+        Case(
+            f"layer_norm {name}",
+            args,
+            lambda cfg: row_norm("layer_norm", x, [n], w, b, 1e-5, rms=False, stats=False, config=cfg)[0],
+            candidates(n),
+            ("nn.functional.layer_norm", (x, [n], w, b)),
+        ),
+        Case(
+            f"rms_norm {name}",
+            args,
+            lambda cfg: row_norm("rms_norm", x, [n], w, None, 1e-6, rms=True, stats=False, config=cfg)[0],
+            candidates(n),
+            ("nn.functional.rms_norm", (x, [n], w, 1e-6)),
+        ),
     ]
 
 

@@ -56,7 +56,7 @@ def _norm(op: str, v: NBXTensor, g: NBXTensor, dim: int) -> tuple[NBXTensor, tup
         keep = (1,) * v.ndim
     else:
         d = wrap_dim(op, dim, v.ndim)
-        units, outer, inner = v.shape[d], numel(v.shape[:d]), numel(v.shape[d + 1:])
+        units, outer, inner = v.shape[d], numel(v.shape[:d]), numel(v.shape[d + 1 :])
         keep = tuple(s if i == d else 1 for i, s in enumerate(v.shape))
     count = outer * inner
     sdt = D.compute_dtype(v.dtype)
@@ -84,6 +84,7 @@ def _weight_norm_interface(v: NBXTensor, g: NBXTensor, dim: int = 0) -> tuple[NB
     op = "_weight_norm_interface"
     norm, keep = _norm(op, v, g, dim)
     if g.numel() != numel(keep):
-        raise ShapeError(f"{op}: g must hold one value per norm ({numel(keep)} for dim={dim}), "
-                         f"got shape {list(g.shape)}")
+        raise ShapeError(
+            f"{op}: g must hold one value per norm ({numel(keep)} for dim={dim}), got shape {list(g.shape)}"
+        )
     return _weight(op, v, g, norm, keep), reshape(norm, g.shape)

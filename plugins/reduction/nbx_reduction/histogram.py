@@ -20,8 +20,9 @@ from .rules import DTYPES
 
 
 @triton.jit
-def _bincount_kernel(x_ptr, w_ptr, out_ptr, n, sx, sw, WEIGHTED: tl.constexpr, BLOCK: tl.constexpr,
-                     INT64: tl.constexpr):
+def _bincount_kernel(
+    x_ptr, w_ptr, out_ptr, n, sx, sw, WEIGHTED: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr
+):
     idx, mask = block_indices(n, BLOCK, INT64)
     v = tl.load(x_ptr + idx * sx, mask=mask, other=0).to(tl.int64)
     if WEIGHTED:
@@ -54,8 +55,18 @@ def bincount(self: NBXTensor, weights: NBXTensor | None = None, minlength: int =
         size = builtins.max(E.reduce(x, (0,), False, E.MAX, D.int64).item() + 1, minlength)
     out = empty_tensor((size,), out_dtype, x.device, zero=True)
     block = block_size(n, gpu=1024)
-    launch(_bincount_kernel, (cdiv(n, block),), x, weights if weights is not None else x, out, n, x.stride(0),
-           weights.stride(0) if weights is not None else 0, WEIGHTED=weights is not None, BLOCK=block,
-           INT64=needs_int64(n, x, *([weights] if weights is not None else [])),
-           num_warps=4)
+    launch(
+        _bincount_kernel,
+        (cdiv(n, block),),
+        x,
+        weights if weights is not None else x,
+        out,
+        n,
+        x.stride(0),
+        weights.stride(0) if weights is not None else 0,
+        WEIGHTED=weights is not None,
+        BLOCK=block,
+        INT64=needs_int64(n, x, *([weights] if weights is not None else [])),
+        num_warps=4,
+    )
     return out

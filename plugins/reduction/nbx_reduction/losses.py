@@ -44,20 +44,48 @@ def _tiles(mode: int, rows: int, classes: int, cap: int) -> dict[str, int]:
 
 
 XENT = Tunable(
-    "reduction", "xent", {"BLOCK_M": "pow2", "BLOCK_C": "pow2", "num_warps": "pow2"},
-    key=lambda mode, size, rows, classes: Key({"mode": _MODES[mode], "itemsize": size, "M": bucket(rows),
-                                               "C": bucket(classes)}),
+    "reduction",
+    "xent",
+    {"BLOCK_M": "pow2", "BLOCK_C": "pow2", "num_warps": "pow2"},
+    key=lambda mode, size, rows, classes: Key(
+        {"mode": _MODES[mode], "itemsize": size, "M": bucket(rows), "C": bucket(classes)}
+    ),
     rule=lambda mode, size, rows, classes: _tiles(mode, rows, classes, 4096),
     interpreter=lambda mode, size, rows, classes: _tiles(mode, rows, classes, 1024),
-    tables=Path(__file__).with_name("configs"))
+    tables=Path(__file__).with_name("configs"),
+)
 """The loss kernel's tiles: BLOCK_M rows by BLOCK_C classes a load, and its warps. Arguments: the
 mode (NLL, CLASS_INDEX or CLASS_PROBS), the input's itemsize, the rows and the classes."""
 
 
 @triton.jit
-def _xent_kernel(x_ptr, t_ptr, w_ptr, loss_ptr, wt_ptr, flag_ptr, M, C, I, so, sc, si, to, tc, ti, sw,
-                 ignore_index, eps: tl.float64, MODE: tl.constexpr, ACC: tl.constexpr, WEIGHTED: tl.constexpr,
-                 SMOOTH: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_C: tl.constexpr, INT64: tl.constexpr):
+def _xent_kernel(
+    x_ptr,
+    t_ptr,
+    w_ptr,
+    loss_ptr,
+    wt_ptr,
+    flag_ptr,
+    M,
+    C,
+    I,
+    so,
+    sc,
+    si,
+    to,
+    tc,
+    ti,
+    sw,
+    ignore_index,
+    eps: tl.float64,
+    MODE: tl.constexpr,
+    ACC: tl.constexpr,
+    WEIGHTED: tl.constexpr,
+    SMOOTH: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_C: tl.constexpr,
+    INT64: tl.constexpr,
+):
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     cr = tl.arange(0, BLOCK_C)
     if INT64:
@@ -139,8 +167,13 @@ def _reduction(op: str, reduction: Any) -> int:
 
 
 def _index_target(op: str, target: Any, shape: tuple[int, ...]) -> NBXTensor:
-    t = check_dtype(op, tensor_arg(op, target, "target"), "target", {D.int64, D.uint8},
-                    fix="class indices are int64 (or uint8): cast it with .to(int64) first")
+    t = check_dtype(
+        op,
+        tensor_arg(op, target, "target"),
+        "target",
+        {D.int64, D.uint8},
+        fix="class indices are int64 (or uint8): cast it with .to(int64) first",
+    )
     if t.shape != shape:
         raise ShapeError(f"{op}: target of shape {t.shape} does not match the input: expected {shape}")
     return t
@@ -155,8 +188,18 @@ def _weight(op: str, weight: Any, classes: int) -> NBXTensor | None:
     return w
 
 
-def class_loss(op: str, mode: int, x: NBXTensor, class_dim: int, t: NBXTensor, w: NBXTensor | None,
-               reduction: int, ignore_index: int, eps: float, config: Mapping[str, int] | None = None) -> NBXTensor:
+def class_loss(
+    op: str,
+    mode: int,
+    x: NBXTensor,
+    class_dim: int,
+    t: NBXTensor,
+    w: NBXTensor | None,
+    reduction: int,
+    ignore_index: int,
+    eps: float,
+    config: Mapping[str, int] | None = None,
+) -> NBXTensor:
     """``op``'s loss in ``mode`` of the checked input ``x`` (classes along ``class_dim``), target ``t``
     and class weights ``w``; ``reduction`` 0 (none), 1 (mean) or 2 (sum). ``config`` replaces the
     lookup of :data:`XENT`."""
@@ -179,11 +222,36 @@ def class_loss(op: str, mode: int, x: NBXTensor, class_dim: int, t: NBXTensor, w
     flag = checks.slot(x.device) if mode != CLASS_PROBS else wt
     if rows:
         cfg = XENT.choose(config, mode, x.dtype.itemsize, rows, px.K)
-        launch(_xent_kernel, (cdiv(rows, cfg["BLOCK_M"]),), px.x, t_arg, w if w is not None else px.x, loss, wt, flag,
-               rows, px.K, px.I, px.so, px.sk, px.si, to, tc, ti, w.stride(0) if w is not None else 0,
-               int(ignore_index), float(eps), MODE=mode, ACC=tl_dtype(acc), WEIGHTED=w is not None,
-               SMOOTH=eps > 0, BLOCK_M=cfg["BLOCK_M"], BLOCK_C=cfg["BLOCK_C"],
-               INT64=needs_int64(rows * px.K, px.x, t_arg), num_warps=cfg["num_warps"])
+        launch(
+            _xent_kernel,
+            (cdiv(rows, cfg["BLOCK_M"]),),
+            px.x,
+            t_arg,
+            w if w is not None else px.x,
+            loss,
+            wt,
+            flag,
+            rows,
+            px.K,
+            px.I,
+            px.so,
+            px.sk,
+            px.si,
+            to,
+            tc,
+            ti,
+            w.stride(0) if w is not None else 0,
+            int(ignore_index),
+            float(eps),
+            MODE=mode,
+            ACC=tl_dtype(acc),
+            WEIGHTED=w is not None,
+            SMOOTH=eps > 0,
+            BLOCK_M=cfg["BLOCK_M"],
+            BLOCK_C=cfg["BLOCK_C"],
+            INT64=needs_int64(rows * px.K, px.x, t_arg),
+            num_warps=cfg["num_warps"],
+        )
     if reduction == 2:
         result = E.reduce(loss, (0,), False, E.SUM, x.dtype)
     elif reduction == 1 and mode == CLASS_PROBS:
@@ -195,14 +263,24 @@ def class_loss(op: str, mode: int, x: NBXTensor, class_dim: int, t: NBXTensor, w
     else:
         result = loss
     if mode != CLASS_PROBS:
-        checks.raise_later(flag, lambda value: IndexOutOfRangeError(
-            f"{op}: target index {value} is out of bounds: targets must lie in [0, {px.K}) or equal ignore_index "
-            f"({ignore_index})"))
+        checks.raise_later(
+            flag,
+            lambda value: IndexOutOfRangeError(
+                f"{op}: target index {value} is out of bounds: targets must lie in [0, {px.K}) or equal ignore_index "
+                f"({ignore_index})"
+            ),
+        )
     return result
 
 
-def cross_entropy_loss(self: NBXTensor, target: NBXTensor, weight: NBXTensor | None = None, reduction: int = 1,
-                       ignore_index: int = -100, label_smoothing: float = 0.0) -> NBXTensor:
+def cross_entropy_loss(
+    self: NBXTensor,
+    target: NBXTensor,
+    weight: NBXTensor | None = None,
+    reduction: int = 1,
+    ignore_index: int = -100,
+    label_smoothing: float = 0.0,
+) -> NBXTensor:
     """aten::cross_entropy_loss with class-index or class-probability targets, (C,), (N, C) or (N, C, d...)."""
     op = "cross_entropy_loss"
     x = tensor_arg(op, self, dtypes=FLOATING)
@@ -217,8 +295,10 @@ def cross_entropy_loss(self: NBXTensor, target: NBXTensor, weight: NBXTensor | N
     w = _weight(op, weight, x.shape[class_dim])
     if t.shape == x.shape:
         if not t.dtype.is_floating_point:
-            raise NbxTypeError(f"{op}: a target of the input's shape holds class probabilities and must be "
-                               f"floating point, got {t.dtype}")
+            raise NbxTypeError(
+                f"{op}: a target of the input's shape holds class probabilities and must be "
+                f"floating point, got {t.dtype}"
+            )
         if ignore_index >= 0:
             raise NbxValueError(f"{op}: ignore_index is not supported with class-probability targets")
         return class_loss(op, CLASS_PROBS, x, class_dim, t, w, red, ignore_index, label_smoothing)
@@ -227,15 +307,17 @@ def cross_entropy_loss(self: NBXTensor, target: NBXTensor, weight: NBXTensor | N
     return class_loss(op, CLASS_INDEX, x, class_dim, t, w, red, ignore_index, label_smoothing)
 
 
-def nll_loss(self: NBXTensor, target: NBXTensor, weight: NBXTensor | None = None, reduction: int = 1,
-             ignore_index: int = -100) -> NBXTensor:
+def nll_loss(
+    self: NBXTensor, target: NBXTensor, weight: NBXTensor | None = None, reduction: int = 1, ignore_index: int = -100
+) -> NBXTensor:
     """aten::nll_loss of (C,) or (N, C) log-probabilities; mean divides by the targets' total weight."""
     op = "nll_loss"
     x = tensor_arg(op, self, dtypes=FLOATING)
     check_device(op, x, *[v for v in (target, weight) if isinstance(v, NBXTensor)])
     if x.ndim not in (1, 2):
-        raise ShapeError(f"{op}: input should be 1-D or 2-D, got {x.ndim} dims: use cross_entropy_loss or "
-                         "reshape to (N, C)")
+        raise ShapeError(
+            f"{op}: input should be 1-D or 2-D, got {x.ndim} dims: use cross_entropy_loss or reshape to (N, C)"
+        )
     red = _reduction(op, reduction)
     class_dim = x.ndim - 1
     w = _weight(op, weight, x.shape[class_dim])

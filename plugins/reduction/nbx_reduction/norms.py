@@ -44,13 +44,25 @@ def vector_norm(op: str, self: NBXTensor, ord: Any, dim: Any, keepdim: bool, dty
     return E.reduce(x, dims, keepdim, E.SUM, out, src=out, pre=E.P_POW, post=E.Q_ROOT, p=p)
 
 
-def norm(self: NBXTensor, p: int | float | None = 2, dim: int | Sequence[int] | None = None, keepdim: bool = False,
-         *, dtype: Any = None) -> NBXTensor:
+def norm(
+    self: NBXTensor,
+    p: int | float | None = 2,
+    dim: int | Sequence[int] | None = None,
+    keepdim: bool = False,
+    *,
+    dtype: Any = None,
+) -> NBXTensor:
     """aten::norm (Scalar, ScalarOpt_dim, ScalarOpt_dim_dtype, ScalarOpt_dtype): p=None is 2."""
     return vector_norm("norm", self, 2 if p is None else p, dim, keepdim, dtype)
 
 
-def linalg_vector_norm(self: NBXTensor, ord: int | float = 2, dim: int | Sequence[int] | None = None,
-                       keepdim: bool = False, *, dtype: Any = None) -> NBXTensor:
+def linalg_vector_norm(
+    self: NBXTensor,
+    ord: int | float = 2,
+    dim: int | Sequence[int] | None = None,
+    keepdim: bool = False,
+    *,
+    dtype: Any = None,
+) -> NBXTensor:
     """aten::linalg_vector_norm: dim None (or []) is every dim."""
     return vector_norm("linalg_vector_norm", self, ord, dim, keepdim, dtype)

@@ -6,7 +6,18 @@ from nbx_core import hookimpl
 
 _MODULES = {
     "nbx_reduction.basic": [
-        "sum", "mean", "prod", "amax", "amin", "all", "any", "max", "min", "argmax", "argmin", "logsumexp",
+        "sum",
+        "mean",
+        "prod",
+        "amax",
+        "amin",
+        "all",
+        "any",
+        "max",
+        "min",
+        "argmax",
+        "argmin",
+        "logsumexp",
         "trace",
     ],
     "nbx_reduction.moments": ["var", "std"],

@@ -46,5 +46,7 @@ def check_nonempty(op: str, x: NBXTensor, dims: tuple[int, ...], named: bool = T
                 f"{op}: expected a reduction dim to be specified for an input with 0 elements: pass dim="
             )
         d = next(d for d in dims if x.shape[d] == 0)
-        raise IndexOutOfRangeError(f"{op}: expected reduction dim {d} to have non-zero size (the input has shape "
-                                   f"{x.shape}): reduce over a non-empty dim")
+        raise IndexOutOfRangeError(
+            f"{op}: expected reduction dim {d} to have non-zero size (the input has shape "
+            f"{x.shape}): reduce over a non-empty dim"
+        )

@@ -94,7 +94,8 @@ def bluestein_length(n: int) -> int:
     if plan_kind(m) not in ("row", "columns"):
         raise NbxValueError(
             f"fft: length {n} needs a {m}-point Bluestein convolution, beyond the largest NBX supports "
-            f"({MAX_ROW * MAX_COLUMNS}): use a length with small prime factors or split the transform")
+            f"({MAX_ROW * MAX_COLUMNS}): use a length with small prime factors or split the transform"
+        )
     return m
 
 
@@ -171,7 +172,7 @@ def bluestein_tables(n: int, sign: int, device: Any) -> tuple[int, NBXTensor, NB
     chirp = _chirp(n, sign)
     b = np.zeros(m, dtype=np.complex128)
     b[:n] = np.conj(chirp)
-    b[m - n + 1:] = np.conj(chirp[1:])[::-1]
+    b[m - n + 1 :] = np.conj(chirp[1:])[::-1]
     spec = np.fft.fft(b)
 
     def pairs(z: np.ndarray) -> NBXTensor:

@@ -8,8 +8,13 @@ from nbx_core import hookimpl
 
 _MODULES: dict[str, list[str]] = {
     "nbx_spectral.transforms": [
-        "aten::_fft_r2c", "aten::_fft_c2r", "aten::_fft_c2c",
-        "aten::fft_rfft", "aten::fft_irfft", "aten::fft_fft", "aten::fft_ifft",
+        "aten::_fft_r2c",
+        "aten::_fft_c2r",
+        "aten::_fft_c2c",
+        "aten::fft_rfft",
+        "aten::fft_irfft",
+        "aten::fft_fft",
+        "aten::fft_ifft",
     ],
     "nbx_spectral.stft": ["aten::stft", "aten::istft"],
 }

@@ -29,4 +29,3 @@ def dot3(a_hi, a_lo, b_hi, b_lo, zero):
     # FFT has no registers to spare for one (an extra live tile there spills).
     small = tl.dot(a_hi, b_lo, tl.dot(a_lo, b_hi, zero, input_precision="tf32"), input_precision="tf32")
     return tl.dot(a_hi, b_hi, small, input_precision="tf32")
-

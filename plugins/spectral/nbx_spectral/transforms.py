@@ -29,17 +29,20 @@ _FORWARD_NORM = {None: 0, "backward": 0, "ortho": 1, "forward": 2}
 _INVERSE_NORM = {None: 2, "backward": 2, "ortho": 1, "forward": 0}
 
 
-def fft_operand(op: str, x: NBXTensor, *, complex_only: bool = False, promote: bool = False,
-                arg: str = "self") -> NBXTensor:
+def fft_operand(
+    op: str, x: NBXTensor, *, complex_only: bool = False, promote: bool = False, arg: str = "self"
+) -> NBXTensor:
     """``x`` as float32 or complex64 (integers promoted to float32 with ``promote``), or a clear error
     for what NBX cannot transform."""
     dt = tensor_arg(op, x, arg).dtype
     if dt == D.float64:
-        raise NbxTypeError(f"{op}: float64 input would give complex128, but NBX supports complex64 only: "
-                           "cast the input to float32")
+        raise NbxTypeError(
+            f"{op}: float64 input would give complex128, but NBX supports complex64 only: cast the input to float32"
+        )
     if dt in (D.float16, D.bfloat16):
-        raise NbxTypeError(f"{op}: {dt} FFTs are not supported (torch's CPU FFT refuses them too): "
-                           "cast the input to float32")
+        raise NbxTypeError(
+            f"{op}: {dt} FFTs are not supported (torch's CPU FFT refuses them too): cast the input to float32"
+        )
     if promote and dt in BOOL | INTEGRAL:
         return _to_copy(x, dtype=D.float32)
     return check_dtype(op, x, arg, COMPLEX if complex_only else COMPLEX | {D.float32})
@@ -145,8 +148,10 @@ def _fft_c2r(self: NBXTensor, dim: Sequence[int], normalization: int, last_dim_s
     if n < 1:
         raise NbxValueError(f"_fft_c2r: last_dim_size must be >= 1, got {n}")
     if x.shape[dims[-1]] != n // 2 + 1:
-        raise ShapeError(f"_fft_c2r: dim {dims[-1]} must have last_dim_size // 2 + 1 = {n // 2 + 1} bins, "
-                         f"got {x.shape[dims[-1]]}: trim or pad the half spectrum first")
+        raise ShapeError(
+            f"_fft_c2r: dim {dims[-1]} must have last_dim_size // 2 + 1 = {n // 2 + 1} bins, "
+            f"got {x.shape[dims[-1]]}: trim or pad the half spectrum first"
+        )
     y = _c2c_dims(x, dims[:-1], normalization, 1)
     return _c2r_dim(y, dims[-1], normalization, n)
 
@@ -172,8 +177,9 @@ def to_complex(x: NBXTensor) -> NBXTensor:
     return out
 
 
-def _args(op: str, self: NBXTensor, n: int | None, dim: int, norm: str | None,
-          table: dict) -> tuple[NBXTensor, int, int | None, int]:
+def _args(
+    op: str, self: NBXTensor, n: int | None, dim: int, norm: str | None, table: dict
+) -> tuple[NBXTensor, int, int | None, int]:
     x = fft_operand(op, self, promote=True)
     if x.ndim == 0:
         raise ShapeError(f"{op}: expects a tensor with at least one dimension, got a 0-dim tensor")
@@ -219,7 +225,8 @@ def fft_irfft(self: NBXTensor, n: int | None = None, dim: int = -1, norm: str | 
     if n is None:
         n = 2 * (x.shape[d] - 1)
         if n < 1:
-            raise NbxValueError(f"fft_irfft: Invalid number of data points ({n}) specified: "
-                                "dim has one bin, so pass n explicitly")
+            raise NbxValueError(
+                f"fft_irfft: Invalid number of data points ({n}) specified: dim has one bin, so pass n explicitly"
+            )
     x = resize(to_complex(x), d, n // 2 + 1)
     return _fft_c2r(x, [d], mode, n)

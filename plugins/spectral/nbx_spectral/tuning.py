@@ -26,10 +26,20 @@ from .fft import DFT, dft
 from .row_fft import COLUMN_PASS, ROW_FFT, column_pass, row_fft
 from .stft import OVERLAP_ADD, PAD, _pad, overlap_add
 
-DFT_TILES = [{"BM": bm, "BN": bn, "BK": bk, "num_warps": w, "num_stages": s}
-             for bm, bn, bk, w, s in [(128, 64, 32, 8, 3), (128, 32, 32, 4, 3), (128, 32, 32, 4, 4), (64, 32, 32, 4, 3),
-                                      (256, 32, 32, 8, 3), (128, 32, 64, 4, 3), (128, 16, 32, 4, 3), (64, 64, 32, 4, 3),
-                                      (64, 32, 32, 2, 3)]]
+DFT_TILES = [
+    {"BM": bm, "BN": bn, "BK": bk, "num_warps": w, "num_stages": s}
+    for bm, bn, bk, w, s in [
+        (128, 64, 32, 8, 3),
+        (128, 32, 32, 4, 3),
+        (128, 32, 32, 4, 4),
+        (64, 32, 32, 4, 3),
+        (256, 32, 32, 8, 3),
+        (128, 32, 64, 4, 3),
+        (128, 16, 32, 4, 3),
+        (64, 64, 32, 4, 3),
+        (64, 32, 32, 2, 3),
+    ]
+]
 BLOCKS = [{"BLOCK": b} for b in (128, 256, 512, 1024, 2048, 4096)]
 
 
@@ -41,8 +51,9 @@ def _two(shape: Shape, what: str) -> tuple[int, int]:
 def _row_cases(shape: Shape, dtype: str) -> list[Case]:
     rows, n = _two(shape, "row_fft")
     if plan.plan_kind(n) != "row":
-        raise NbxValueError(f"row_fft: N={n} is not a length the row kernel takes whole (a power of two up to "
-                            f"{plan.MAX_ROW})")
+        raise NbxValueError(
+            f"row_fft: N={n} is not a length the row kernel takes whole (a power of two up to {plan.MAX_ROW})"
+        )
     rng = np.random.default_rng(0)
     candidates = [{"num_warps": 4, "PROGRAMS_PER_SM": p} for p in (2, 4)]
     cases = []
@@ -55,16 +66,24 @@ def _row_cases(shape: Shape, dtype: str) -> list[Case]:
             row_fft(x, y, n=n, n_lim=n_out, sign=-1, scale=1.0, config=cfg)
             return y
 
-        cases.append(Case(f"{'fft' if complex_in else 'rfft'} {rows}x{n} {dtype}", (n, complex_in), run, candidates,
-                          ("fft.fft" if complex_in else "fft.rfft", (x,))))
+        cases.append(
+            Case(
+                f"{'fft' if complex_in else 'rfft'} {rows}x{n} {dtype}",
+                (n, complex_in),
+                run,
+                candidates,
+                ("fft.fft" if complex_in else "fft.rfft", (x,)),
+            )
+        )
     return cases
 
 
 def _column_cases(shape: Shape, dtype: str) -> list[Case]:
     rows, n = _two(shape, "column_pass")
     if plan.plan_kind(n) != "columns":
-        raise NbxValueError(f"column_pass: N={n} is not a length that takes a column pass (a power of two above "
-                            f"{plan.MAX_ROW})")
+        raise NbxValueError(
+            f"column_pass: N={n} is not a length that takes a column pass (a power of two above {plan.MAX_ROW})"
+        )
     c, r = plan.column_split(n)
     x = randn((rows, n), dtype, np.random.default_rng(0))
     tmp = empty_tensor((rows, c, r), D.complex64, x.device)
@@ -75,8 +94,7 @@ def _column_cases(shape: Shape, dtype: str) -> list[Case]:
         row_fft(views.view(tmp, -1, r), y, n=r, n_lim=n // 2 + 1, sign=-1, scale=1.0, columns=c)
         return y
 
-    return [Case(f"rfft {rows}x{n} {dtype}", (n, c), run, [{"BLOCK_J": b} for b in (64, 128, 256)],
-                 ("fft.rfft", (x,)))]
+    return [Case(f"rfft {rows}x{n} {dtype}", (n, c), run, [{"BLOCK_J": b} for b in (64, 128, 256)], ("fft.rfft", (x,)))]
 
 
 def _stft_cases(shape: Shape, dtype: str) -> list[Case]:
@@ -89,13 +107,32 @@ def _stft_cases(shape: Shape, dtype: str) -> list[Case]:
     rows = clips * frames
 
     def run(cfg: dict[str, int] | None) -> NBXTensor:
-        dft(sig, out, kind="r2c", n=n_fft, n_out=n_freq, sign=-1, rows=rows,
-            xa=(frames, sig.stride(0), hop * sig.stride(1), sig.stride(1)), ya=(1, 2 * n_freq, 0, 2), k_in=n_fft,
-            freq=(0, 1, n_freq), window=window, config=cfg)
+        dft(
+            sig,
+            out,
+            kind="r2c",
+            n=n_fft,
+            n_out=n_freq,
+            sign=-1,
+            rows=rows,
+            xa=(frames, sig.stride(0), hop * sig.stride(1), sig.stride(1)),
+            ya=(1, 2 * n_freq, 0, 2),
+            k_in=n_fft,
+            freq=(0, 1, n_freq),
+            window=window,
+            config=cfg,
+        )
         return views.transpose(out, 1, 2)
 
-    return [Case(f"stft {'x'.join(map(str, shape))} {dtype}", ("r2c", n_fft, rows), run, DFT_TILES,
-                 ("stft", (sig, n_fft, hop, None, window, False, "reflect", False, True, True)))]
+    return [
+        Case(
+            f"stft {'x'.join(map(str, shape))} {dtype}",
+            ("r2c", n_fft, rows),
+            run,
+            DFT_TILES,
+            ("stft", (sig, n_fft, hop, None, window, False, "reflect", False, True, True)),
+        )
+    ]
 
 
 def _pad_cases(shape: Shape, dtype: str) -> list[Case]:
@@ -106,8 +143,15 @@ def _pad_cases(shape: Shape, dtype: str) -> list[Case]:
     def run(cfg: dict[str, int] | None) -> NBXTensor:
         return _pad(x, pad, pad, "reflect", config=cfg)
 
-    return [Case(f"reflect pad {'x'.join(map(str, shape))} {dtype}", (length + 2 * pad,), run, BLOCKS,
-                 ("nn.functional.pad", (x, (pad, pad), "reflect")))]
+    return [
+        Case(
+            f"reflect pad {'x'.join(map(str, shape))} {dtype}",
+            (length + 2 * pad,),
+            run,
+            BLOCKS,
+            ("nn.functional.pad", (x, (pad, pad), "reflect")),
+        )
+    ]
 
 
 def _overlap_add_cases(shape: Shape, dtype: str) -> list[Case]:
@@ -122,13 +166,21 @@ def _overlap_add_cases(shape: Shape, dtype: str) -> list[Case]:
         overlap_add(frame_rows, *ones, y, hop, 0, config=cfg)
         return views.view(y, batch, 1, 1, expected)
 
-    return [Case(f"overlap_add {'x'.join(map(str, shape))} {dtype}", (expected, -(-n_fft // hop)), run, BLOCKS,
-                 ("nn.functional.fold", (views.transpose(frame_rows, 1, 2), (1, expected), (1, n_fft), 1, 0,
-                                         (1, hop))))]
+    return [
+        Case(
+            f"overlap_add {'x'.join(map(str, shape))} {dtype}",
+            (expected, -(-n_fft // hop)),
+            run,
+            BLOCKS,
+            ("nn.functional.fold", (views.transpose(frame_rows, 1, 2), (1, expected), (1, n_fft), 1, 0, (1, hop))),
+        )
+    ]
 
 
-SWEEPS = [Sweep(ROW_FFT, [(4096, 4096), (16384, 4096)], _row_cases, "ROWSxN", ("float32",)),
-          Sweep(COLUMN_PASS, [(1024, 65536)], _column_cases, "ROWSxN", ("float32",)),
-          Sweep(DFT, [(32, 30 * 16000, 400, 160)], _stft_cases, "CLIPSxSAMPLESxN_FFTxHOP", ("float32",)),
-          Sweep(PAD, [(32, 30 * 16000, 200)], _pad_cases, "BATCHxLENGTHxPAD", ("float32",)),
-          Sweep(OVERLAP_ADD, [(32, 3000, 400, 160)], _overlap_add_cases, "BATCHxFRAMESxN_FFTxHOP", ("float32",))]
+SWEEPS = [
+    Sweep(ROW_FFT, [(4096, 4096), (16384, 4096)], _row_cases, "ROWSxN", ("float32",)),
+    Sweep(COLUMN_PASS, [(1024, 65536)], _column_cases, "ROWSxN", ("float32",)),
+    Sweep(DFT, [(32, 30 * 16000, 400, 160)], _stft_cases, "CLIPSxSAMPLESxN_FFTxHOP", ("float32",)),
+    Sweep(PAD, [(32, 30 * 16000, 200)], _pad_cases, "BATCHxLENGTHxPAD", ("float32",)),
+    Sweep(OVERLAP_ADD, [(32, 3000, 400, 160)], _overlap_add_cases, "BATCHxFRAMESxN_FFTxHOP", ("float32",)),
+]
