@@ -37,8 +37,9 @@ def load(path: str | Path, *, device: str | Device | None = None, registry: Regi
     malformed graph and one UnresolvedOpError listing every op no installed plugin provides.
 
     ``planning``: replay each input signature's recorded plan after its first run
-    (:mod:`nbx_core.graph.plan`); ``fusion``: fuse through the registry's patterns and the plan's
-    elementwise chains; ``cuda_graphs``: replay plans as CUDA graphs (default: on the cuda backend,
+    (:mod:`nbx_core.graph.plan`); ``fusion``: fold inference batch norms into convolutions
+    (:mod:`nbx_core.graph.fold`) and fuse through the registry's patterns and the plan's elementwise
+    chains; ``cuda_graphs``: replay plans as CUDA graphs (default: on the cuda backend,
     for graphs without symbolic dims).
 
     On the cuda backend, a graph with a kernel bundle (``kernels/``, made by ``nbx compile``) launches
