@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from nbx_core.errors import IndexOutOfRangeError, NbxError, ShapeError
 from nbx_core.ops import views
-from nbx_core.testing import from_torch, make, to_torch
+from nbx_core.testing import from_torch, make, numeric, to_torch
 
 
 def same_view(nb, tt: torch.Tensor) -> None:
@@ -19,7 +19,8 @@ def same_view(nb, tt: torch.Tensor) -> None:
         assert tuple(nb.stride()) == tuple(tt.stride())
     if tt.numel() > 0:
         assert nb.storage_offset() == tt.storage_offset()
-    np.testing.assert_array_equal(to_torch(nb).numpy(), tt.numpy())
+    if numeric():  # on aot, reading a strided view back launches a copy that computes nothing
+        np.testing.assert_array_equal(to_torch(nb).numpy(), tt.numpy())
 
 
 shapes = st.lists(st.integers(0, 4), min_size=0, max_size=4).map(tuple)
@@ -128,7 +129,8 @@ def test_view_and_reshape_match_torch(t, shape):
     want = torch_or_refused(lambda: t.reshape(shape), lambda: views.reshape(nb, shape))
     if want is not None:
         got = views.reshape(nb, shape)
-        np.testing.assert_array_equal(to_torch(got).numpy(), want.numpy())
+        if numeric():
+            np.testing.assert_array_equal(to_torch(got).numpy(), want.numpy())
         assert got.shape == tuple(want.shape)
         # reshape returns a view exactly when torch does
         assert (got.storage is nb.storage) == (

@@ -38,7 +38,7 @@ def _check(module: torch.nn.Module, x: torch.Tensor, tmp_path, folded: int, rtol
     if numeric():
         with torch.no_grad():
             want = module.float()(x.float()).numpy()
-        got = torch.from_dlpack(prog(x)).float().numpy()
+        got = torch.from_dlpack(prog(x)).float().cpu().numpy()
         np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * np.abs(want).max())
     return prog
 
