@@ -41,6 +41,8 @@ SMALL = {
     ("index", "multinomial"): ((3, 300, 5), "float32"),
     ("spectral", "pad"): ((2, 300, 50), "float32"),
     ("spectral", "overlap_add"): ((2, 20, 64, 16), "float32"),
+    ("spectral", "chirp"): ((2, 521), "float32"),
+    ("spectral", "hermitian"): ((3, 256), "float32"),
 }
 
 

@@ -23,7 +23,7 @@ INTS = ["int32", "int64", "uint8"]
 def tiling(request, monkeypatch, force_tiles) -> None:
     """The engine's tiles for the test: its GPU choice, or tiny tiles (each lane sees several
     elements), the second with int64 indexing forced, the third with K split over programs that
-    combine their partials (on the interpreter, which splits by length). Other tests run the CPU
+    combine their partials (in slices of 16 elements, on every backend). Other tests run the CPU
     choice."""
     from nbx_reduction import engine as E
 
@@ -37,8 +37,7 @@ def tiling(request, monkeypatch, force_tiles) -> None:
         force_tiles((2, 4, 1), (2, 16, 1))
         monkeypatch.setattr(E, "needs_int64", lambda *args: True)
     if request.param == "split":
-        force_tiles((4, 8, 1), (8, 8, 1))
-        monkeypatch.setattr(E, "_CPU_SPLIT", 16)
+        force_tiles((4, 8, 1), (8, 8, 1), slice_k=16)
 
         def check_split() -> None:
             assert any(st.partials for _, st in E._steps.items()), "no reduction split K"

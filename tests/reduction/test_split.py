@@ -3,8 +3,8 @@
 Each program of a split launch stores a partial and takes a ticket from its output tile's counter;
 the one taking the last ticket combines the tile's partials and resets the counter. Tiny tiles
 make several splits (and several blocks of partials for the last program to combine) on every
-backend: the interpreter splits K into slices of ``_CPU_SPLIT`` elements, a GPU splits launches
-with few programs.
+backend: K is split into slices of a few elements (the configuration's SLICE), or, on the GPU's
+rules, when a launch has few programs.
 """
 
 from __future__ import annotations
@@ -28,8 +28,7 @@ def split(request, monkeypatch, force_tiles) -> None:
 
     E._steps._plans.clear()
     unroll = 3 if request.param == "unroll" else 1
-    force_tiles((2, 4, 1, unroll), (4, 4, 1, unroll))
-    monkeypatch.setattr(E, "_CPU_SPLIT", 16 if unroll > 1 else 8)
+    force_tiles((2, 4, 1, unroll), (4, 4, 1, unroll), slice_k=16 if unroll > 1 else 8)
     if request.param == "int64":
         monkeypatch.setattr(E, "needs_int64", lambda *args: True)
     yield

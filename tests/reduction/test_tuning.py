@@ -10,6 +10,7 @@ from nbx_reduction import engine as E
 from nbx_core import dtypes as D
 from nbx_core.errors import NbxError
 from nbx_core.runtime import tuning
+from nbx_core.runtime.launch import cdiv
 from nbx_core.testing import from_torch, make, numeric
 
 pytestmark = pytest.mark.usefixtures("tuning_cache")
@@ -41,14 +42,40 @@ SPLITS = {
 def test_same_launch_as_before():
     for (kernel, *args), tiles in TILES.items():
         tunable = E.ROWS if kernel == "rows" else E.COLUMNS
-        for target, which in (("sm_90", 0), (None, 1)):
+        for target, which, slices in (("sm_90", 0, {}), (None, 1, {"SLICE": 2048})):
             config = tunable.resolve(*args, target=target)[0]
-            assert config == {**dict(zip(NAMES, tiles[which], strict=True)), "PROGRAMS": 1056, "SPLIT_BLOCKS": 4}
+            split = {"PROGRAMS": 1056, "SPLIT_BLOCKS": 4, **slices}
+            assert config == {**dict(zip(NAMES, tiles[which], strict=True)), **split}
             if tuning.arch() == target:
                 assert tunable.lookup(*args) == config
-    which = 1 if E.BACKEND == "cpu" else 0
     for (op, programs, K, bk), splits in SPLITS.items():
-        assert E._splits(op, programs, K, bk, E.ROWS.lookup(op, 2, 1, K)) == splits[which]
+        for target, which in (("sm_90", 0), (None, 1)):
+            assert E._splits(op, programs, K, bk, E.ROWS.resolve(op, 2, 1, K, target=target)[0]) == splits[which]
+
+
+def _old_splits(op: int, programs: int, K: int, bk: int, interpreted: bool) -> int:
+    # The split count as the engine chose it by backend name before SLICE was a configuration field.
+    if op in (E.VAR, E.LSE):
+        return 1
+    if interpreted:
+        return max(cdiv(K, 2048), 1)
+    if programs >= 1056:
+        return 1
+    return max(min(cdiv(1056, programs), cdiv(K, 4 * bk)), 1)
+
+
+@pytest.mark.parametrize("kernel", ["rows", "columns"])
+def test_splits_as_before_over_a_grid(kernel):
+    # Each backend's rule splits K as the backend test did, over ops, launch sizes and lengths of K.
+    tunable = E.ROWS if kernel == "rows" else E.COLUMNS
+    for op in range(8):
+        for n in (1, 3, 64, 1000, 5000):
+            for K in (1, 7, 1024, 2047, 2049, 4096, 100000, 1 << 22):
+                for target in ("sm_90", None):
+                    cfg = tunable.resolve(op, 4, n, K, target=target)[0]
+                    for programs in (1, 5, 1055, 1056, 70000):
+                        got = E._splits(op, programs, K, cfg["BLOCK_K"], cfg)
+                        assert got == _old_splits(op, programs, K, cfg["BLOCK_K"], target is None), (op, n, K, target)
 
 
 def test_config_argument_replaces_the_lookup():

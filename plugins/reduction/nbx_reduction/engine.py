@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 # nbx_core.runtime.launch picks the backend, which must happen before Triton is first imported.
-from nbx_core.runtime.launch import BACKEND, cdiv, next_pow2, prepare
+from nbx_core.runtime.launch import cdiv, next_pow2, prepare
 
 # isort: split
 import triton
@@ -63,10 +63,10 @@ Q_NONE, Q_SQRT, Q_ROOT, Q_MEAN, Q_VAR, Q_STD, Q_LSE, Q_SCALE = range(8)
 # On the interpreter each program costs Python time: few, large programs; the loop over K still
 # runs (and is tested) for rows longer than this.
 _CPU_BLOCK = 1024
-# On the interpreter K is split into slices of this many elements (so that the split path is
-# tested); on a GPU, a launch of fewer programs than the configuration's PROGRAMS splits K to reach
-# about that many (each slice at least SPLIT_BLOCKS blocks of BLOCK_K long). Slices are whole loop
-# steps.
+# The interpreter's rule splits K into slices of this many elements (its SLICE), so that the split
+# path is tested; the GPU's rule sets no SLICE: a launch of fewer programs than the configuration's
+# PROGRAMS splits K to reach about that many (each slice at least SPLIT_BLOCKS blocks of BLOCK_K
+# long). Slices are whole loop steps.
 _CPU_SPLIT = 2 * _CPU_BLOCK
 
 
@@ -589,8 +589,8 @@ def _splits(op: int, programs: int, K: int, bk: int, cfg: Mapping[str, int]) -> 
     """How many slices of K to reduce apart (variance and logsumexp never split)."""
     if op in (VAR, LSE):
         return 1
-    if BACKEND == "cpu":
-        return max(cdiv(K, _CPU_SPLIT), 1)
+    if cfg.get("SLICE"):
+        return max(cdiv(K, cfg["SLICE"]), 1)
     if programs >= cfg["PROGRAMS"]:
         return 1
     return max(min(cdiv(cfg["PROGRAMS"], programs), cdiv(K, cfg["SPLIT_BLOCKS"] * bk)), 1)
@@ -670,18 +670,19 @@ def _tunable(name: str, tiles: Any, what: str) -> Tunable:
     return Tunable(
         "reduction", name,
         {"BLOCK": "pow2", "BLOCK_K": "pow2", "num_warps": "pow2", "UNROLL": "count", "STAGES": "count0",
-         "MAXNREG": "count0", "PROGRAMS": "count", "SPLIT_BLOCKS": "count"},
+         "MAXNREG": "count0", "PROGRAMS": "count", "SPLIT_BLOCKS": "count", "SLICE": "count0"},
         key=lambda op, size, n, K: Key({"op": _OP_NAMES[op], "itemsize": size, what: bucket(n), "K": bucket(K)}),
         rule=lambda op, size, n, K: {**dict(zip(_TILE_PARAMS, tiles(n, K, op, size, True), strict=True)), **_SPLIT},
         interpreter=lambda op, size, n, K: {**dict(zip(_TILE_PARAMS, tiles(n, K, op, size, False), strict=True)),
-                                            **_SPLIT},
-        tables=Path(__file__).with_name("configs"))
+                                            **_SPLIT, "SLICE": _CPU_SPLIT},
+        tables=Path(__file__).with_name("configs"), optional=("SLICE",))
 
 
 ROWS = _tunable("rows", row_tiles, "R")
 """The row kernel's launch (the fields of :class:`Tiles`: BLOCK rows by BLOCK_K elements a load,
-warps, UNROLL, STAGES, MAXNREG), and when K splits on a GPU (PROGRAMS, SPLIT_BLOCKS; the interpreter
-splits K into slices of its own). Arguments: the op code, the itemsize, the rows and K."""
+warps, UNROLL, STAGES, MAXNREG), and when K splits: into slices of SLICE elements when it is set
+(the interpreter's rule sets it), else when a launch has fewer programs than PROGRAMS (into slices
+of at least SPLIT_BLOCKS loads). Arguments: the op code, the itemsize, the rows and K."""
 COLUMNS = _tunable("columns", col_tiles, "I")
 """The column kernel's launch (BLOCK columns), as :data:`ROWS`; arguments: the op code, the
 itemsize, the kept columns and K."""

@@ -15,7 +15,7 @@ four-step and Bluestein compose two or four such stages with exactly rounded tab
 On the GPU, ``tl.dot`` runs in ``tf32x3`` (three tensor-core passes, float32-level precision).
 """
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import triton
@@ -25,8 +25,8 @@ from nbx_core import dtypes as D
 from nbx_core.ops import views
 from nbx_core.ops.copy import copy_
 from nbx_core.runtime.kernels.indexing import needs_int64
-from nbx_core.runtime.launch import BACKEND, cdiv, launch
-from nbx_core.runtime.tuning import Key, Tunable, bucket
+from nbx_core.runtime.launch import cdiv, launch
+from nbx_core.runtime.tuning import Config, Key, Tunable, bucket
 from nbx_core.tensor import NBXTensor, empty_tensor
 
 from . import plan, row_fft
@@ -45,6 +45,27 @@ DFT = Tunable(
     tables=Path(__file__).with_name("configs"))
 """Tiles of ``_dft_kernel`` (BM rows by BN bins, BK samples a step), warps and stages. Arguments:
 the DFT's kind (r2c, c2c, c2r), its length and the rows it transforms."""
+
+
+def block_rule(cap: int, least: int = 16) -> Callable[..., Config]:
+    """A rule of a kernel that runs a program per BLOCK floats of a row: the row's length (at least
+    ``least``) rounded up to a power of two, up to ``cap``."""
+    return lambda n, *_: {"BLOCK": min(triton.next_power_of_2(max(n, least)), cap)}
+
+
+def _row_blocks(name: str, least: int) -> Tunable:
+    # Up to 1024 floats a program on a GPU; few, long programs (4096) on the interpreter.
+    return Tunable("spectral", name, {"BLOCK": "pow2"}, key=lambda n: Key({"N": bucket(n)}),
+                   rule=block_rule(1024, least), interpreter=block_rule(4096, least),
+                   tables=Path(__file__).with_name("configs"))
+
+
+CHIRP = _row_blocks("chirp", 16)
+"""Columns a program of ``_chirp_kernel`` (Bluestein's multiply by a chirp) writes. Argument: the
+columns of a row."""
+HERMITIAN = _row_blocks("hermitian", 1)
+"""Bins a program of ``_hermitian_kernel`` (an inverse real transform's full spectrum) writes.
+Argument: the transform length."""
 
 
 @triton.jit
@@ -186,22 +207,26 @@ def _four_step(x: NBXTensor, y: NBXTensor, n: int, n_out: int, sign: int, scale:
         ya=(n1, sy0, sye, n1 * sye), k_in=n2, freq=(1, n1, n_out), scale=scale)
 
 
-def _chirp(x: NBXTensor, table: NBXTensor, y: NBXTensor, n_in: int, n_cols: int, scale: float) -> None:
+def _chirp(x: NBXTensor, table: NBXTensor, y: NBXTensor, n_in: int, n_cols: int, scale: float,
+           config: Mapping[str, int] | None) -> None:
     (sx0, sxe), (sy0, _) = _rows(x), _rows(y)
-    block = min(triton.next_power_of_2(max(n_cols, 16)), 4096 if BACKEND == "cpu" else 1024)
+    block = CHIRP.choose(config, n_cols)["BLOCK"]
     launch(_chirp_kernel, (x.shape[0], cdiv(n_cols, block)), _floats(x), table, _floats(y),
            n_in, n_cols, sx0, sxe, sy0, float(scale), PIN=2 if x.dtype.is_complex else 1, BLOCK=block)
 
 
-def _bluestein(x: NBXTensor, y: NBXTensor, n: int, n_out: int, sign: int, scale: float) -> None:
+def bluestein(x: NBXTensor, y: NBXTensor, n: int, n_out: int, sign: int, scale: float,
+              config: Mapping[str, int] | None = None) -> None:
+    """:func:`fft_rows` by Bluestein's algorithm: a convolution of power-of-two length between three
+    chirp multiplies; ``config`` replaces :data:`CHIRP`'s lookup for all three."""
     m, chirp, spec = plan.bluestein_tables(n, sign, x.device)
     a = empty_tensor((x.shape[0], m), D.complex64, x.device)
-    _chirp(x, chirp, a, n, m, 1.0)
+    _chirp(x, chirp, a, n, m, 1.0, config)
     fa = empty_tensor((x.shape[0], m), D.complex64, x.device)
     fft_rows(a, fa, n=m, n_out=m, sign=-1)
-    _chirp(fa, spec, fa, m, m, 1.0)
+    _chirp(fa, spec, fa, m, m, 1.0, config)
     fft_rows(fa, a, n=m, n_out=m, sign=1)
-    _chirp(a, chirp, y, n_out, n_out, scale / m)
+    _chirp(a, chirp, y, n_out, n_out, scale / m, config)
 
 
 def fft_rows(x: NBXTensor, y: NBXTensor, *, n: int, n_out: int, sign: int, scale: float = 1.0) -> None:
@@ -219,18 +244,20 @@ def fft_rows(x: NBXTensor, y: NBXTensor, *, n: int, n_out: int, sign: int, scale
     elif kind == "four-step":
         _four_step(x, y, n, n_out, sign, scale)
     else:
-        _bluestein(x, y, n, n_out, sign, scale)
+        bluestein(x, y, n, n_out, sign, scale)
 
 
-def irfft_rows(x: NBXTensor, y: NBXTensor, *, n: int, scale: float = 1.0) -> None:
-    """Real y[r, :n] from the half spectrum x[r, :n // 2 + 1] (imaginary parts of DC/Nyquist ignored)."""
+def irfft_rows(x: NBXTensor, y: NBXTensor, *, n: int, scale: float = 1.0,
+               config: Mapping[str, int] | None = None) -> None:
+    """Real y[r, :n] from the half spectrum x[r, :n // 2 + 1] (imaginary parts of DC/Nyquist ignored).
+    ``config`` replaces :data:`HERMITIAN`'s lookup (lengths that are not one direct DFT)."""
     n_half = n // 2 + 1
     if plan.plan_kind(n) == "direct":
         _direct(x, y, "c2r", n, n_half, 1, scale)
         return
     sx0, sxe = _rows(x)
     full = empty_tensor((x.shape[0], n), D.complex64, x.device)
-    block = min(triton.next_power_of_2(n), 4096 if BACKEND == "cpu" else 1024)
+    block = HERMITIAN.choose(config, n)["BLOCK"]
     launch(_hermitian_kernel, (x.shape[0], cdiv(n, block)), _floats(x), _floats(full),
            n_half, n, sx0, sxe, BLOCK=block)
     spec = empty_tensor((x.shape[0], n), D.complex64, x.device)

@@ -27,7 +27,7 @@ import triton.language as tl
 from nbx_core.device import Device
 from nbx_core.ops import views
 from nbx_core.runtime.kernels.indexing import needs_int64
-from nbx_core.runtime.launch import BACKEND, cdiv, launch, multiprocessors
+from nbx_core.runtime.launch import cdiv, launch, multiprocessors
 from nbx_core.runtime.tuning import Key, Tunable, bucket
 from nbx_core.tensor import NBXTensor
 
@@ -155,15 +155,16 @@ def _column_kernel(x_ptr, f_ptr, tw_ptr, y_ptr, R, sx_row, sx_el,
 
 
 ROW_FFT = Tunable(
-    "spectral", "row_fft", {"num_warps": "pow2", "PROGRAMS_PER_SM": "count"},
+    "spectral", "row_fft", {"num_warps": "pow2", "PROGRAMS_PER_SM": "count", "PROGRAMS": "count0"},
     key=lambda n, complex_in: Key({"input": "complex" if complex_in else "real", "N": bucket(n)}),
     rule=lambda n, complex_in: {"num_warps": 4, "PROGRAMS_PER_SM": 4},
-    interpreter=lambda n, complex_in: {"num_warps": 1, "PROGRAMS_PER_SM": 4},
-    tables=Path(__file__).with_name("configs"))
-"""The row kernel's launch: num_warps (one warpgroup; 8 warps ran slower on the H200, probe_fft.py)
-and PROGRAMS_PER_SM, row programs per SM on a GPU, SMs counted by
-``nbx_core.runtime.launch.multiprocessors`` (each program loops over rows; the interpreter runs
-four programs at most). Arguments: the row length and whether the input is complex."""
+    # Each program costs the interpreter Python time: four at most.
+    interpreter=lambda n, complex_in: {"num_warps": 1, "PROGRAMS_PER_SM": 4, "PROGRAMS": 4},
+    tables=Path(__file__).with_name("configs"), optional=("PROGRAMS",))
+"""The row kernel's launch: num_warps (one warpgroup; 8 warps ran slower on the H200, probe_fft.py),
+PROGRAMS_PER_SM, row programs per SM, SMs counted by ``nbx_core.runtime.launch.multiprocessors``
+(each program loops over rows), and PROGRAMS, a cap on the programs in all (0 or absent: none but
+the rows). Arguments: the row length and whether the input is complex."""
 
 COLUMN_PASS = Tunable(
     "spectral", "column_pass", {"BLOCK_J": "pow2"},
@@ -176,10 +177,9 @@ COLUMN_PASS = Tunable(
 length."""
 
 
-def _programs(rows: int, device: Device, per_sm: int) -> int:
-    if BACKEND == "cpu":
-        return min(rows, 4)
-    return min(rows, multiprocessors(device.index or 0) * per_sm)
+def _programs(rows: int, device: Device, cfg: Mapping[str, int]) -> int:
+    programs = min(rows, multiprocessors(device.index or 0) * cfg["PROGRAMS_PER_SM"])
+    return min(programs, cfg["PROGRAMS"]) if cfg.get("PROGRAMS") else programs
 
 
 def row_fft(x: NBXTensor, y: NBXTensor, *, n: int, n_lim: int, sign: int, scale: float,
@@ -200,7 +200,7 @@ def row_fft(x: NBXTensor, y: NBXTensor, *, n: int, n_lim: int, sign: int, scale:
     tw = plan.twiddles(n, sign, x.device)
     rows = x.shape[0]
     cfg = ROW_FFT.choose(config, n, x.dtype.is_complex)
-    programs = _programs(rows, x.device, cfg["PROGRAMS_PER_SM"])
+    programs = _programs(rows, x.device, cfg)
     launch(_row_fft_kernel, (programs,), xf, f1, f2, tw, yf, rows, x.stride(0) * cplx,
            x.stride(1) * cplx, columns, 2 * sy_row, 2 * sy_el, n_lim, float(scale),
            N1=n1, N2=n2, COMPLEX_IN=x.dtype.is_complex, UNIT_X=x.stride(1) == 1, UNIT_Y=sy_el == 1,

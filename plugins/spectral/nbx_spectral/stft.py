@@ -12,7 +12,7 @@ window, so it is computed on the host (float64) and checked there: torch's NOLA 
 envelope below 1e-11 anywhere in the output, is an error before any kernel runs.
 """
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 
@@ -25,7 +25,7 @@ from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
 from nbx_core.ops import views
 from nbx_core.ops.copy import contiguous, copy_
 from nbx_core.runtime.launch import cdiv, launch
-from nbx_core.runtime.tuning import Config, Key, Tunable, bucket
+from nbx_core.runtime.tuning import Key, Tunable, bucket
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 from nbx_core.tensor.args import COMPLEX, check_dtype, tensor_arg
 
@@ -74,18 +74,14 @@ def _ola_kernel(f_ptr, w_ptr, env_ptr, y_ptr, T, n_fft, hop, start, expected, ou
     tl.store(y_ptr + row * out_len * P + e, tl.where(live, acc / env, 0.0), mask=e < out_len * P)
 
 
-def _block(cap: int) -> Callable[..., Config]:
-    """A rule: a program per BLOCK floats of a row, the row's length (at least 16) up to ``cap``."""
-    return lambda n, *_: {"BLOCK": min(triton.next_power_of_2(max(n, 16)), cap)}
-
-
-PAD = Tunable("spectral", "pad", {"BLOCK": "pow2"}, key=lambda n: Key({"N": bucket(n)}), rule=_block(1024),
-              interpreter=_block(1 << 16), tables=Path(__file__).with_name("configs"))
+PAD = Tunable("spectral", "pad", {"BLOCK": "pow2"}, key=lambda n: Key({"N": bucket(n)}), rule=fft.block_rule(1024),
+              interpreter=fft.block_rule(1 << 16), tables=Path(__file__).with_name("configs"))
 """Floats per program of ``_pad_kernel`` (stft's centering pad); the interpreter takes rows up to
 65536 floats in one program. Argument: the floats of a padded row."""
 OVERLAP_ADD = Tunable("spectral", "overlap_add", {"BLOCK": "pow2"},
-                      key=lambda n, overlap: Key({"N": bucket(n), "overlap": bucket(overlap)}), rule=_block(1024),
-                      interpreter=_block(1 << 16), tables=Path(__file__).with_name("configs"))
+                      key=lambda n, overlap: Key({"N": bucket(n), "overlap": bucket(overlap)}),
+                      rule=fft.block_rule(1024), interpreter=fft.block_rule(1 << 16),
+                      tables=Path(__file__).with_name("configs"))
 """Floats per program of ``_ola_kernel`` (istft's overlap-add), each summing ``overlap`` frames.
 Arguments: the floats of an output row and the frames that overlap at a sample."""
 

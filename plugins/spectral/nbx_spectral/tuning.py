@@ -1,5 +1,6 @@
 """nbx-spectral's sweeps (``nbx tune --family spectral``, ``benchmarks/sweep.py``): the row kernel,
-the column pass, the matmul DFT kernel, stft's pad and istft's overlap-add.
+the column pass, the matmul DFT kernel, Bluestein's chirp multiply, the inverse real transform's
+spectrum rebuild, stft's pad and istft's overlap-add.
 
 row_fft: a shape ``ROWSxN`` (N a power of two the row kernel takes whole) is an FFT of complex rows
 and an rfft of real rows, at 4 warps and 2 or 4 programs per SM. column_pass: a shape ``ROWSxN`` (N
@@ -8,7 +9,11 @@ program. dft: a shape ``CLIPSxSAMPLESxN_FFTxHOP`` is the DFT stage of an stft (H
 centering) at the tiles the benchmark compared. pad: a shape ``BATCHxLENGTHxPAD`` is a reflect pad of
 PAD samples on both sides; overlap_add: a shape ``BATCHxFRAMESxN_FFTxHOP`` overlap-adds random
 frames with a window and an envelope of ones (the kernel reads them all the same), which is torch's
-``fold``; both try 128 to 4096 floats a program.
+``fold``; both try 128 to 4096 floats a program. chirp: a shape ``ROWSxN`` (N a length Bluestein
+takes: above the direct limit with a prime factor too large to split) is an FFT of complex rows, its
+three chirp multiplies tried at 128 to 4096 columns a program and keyed by the convolution's length.
+hermitian: a shape ``ROWSxN`` (N not one direct DFT) is an irfft of N points, its spectrum rebuilt
+at 128 to 4096 bins a program.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from nbx_core.runtime.tuner import Case, Shape, Sweep, randn, sweep_shape
 from nbx_core.tensor import NBXTensor, empty_tensor, tensor
 
 from . import plan
-from .fft import DFT, dft
+from .fft import CHIRP, DFT, HERMITIAN, bluestein, dft, irfft_rows
 from .row_fft import COLUMN_PASS, ROW_FFT, column_pass, row_fft
 from .stft import OVERLAP_ADD, PAD, _pad, overlap_add
 
@@ -177,10 +182,40 @@ def _overlap_add_cases(shape: Shape, dtype: str) -> list[Case]:
     ]
 
 
+def _chirp_cases(shape: Shape, dtype: str) -> list[Case]:
+    rows, n = _two(shape, "chirp")
+    if plan.plan_kind(n) != "bluestein":
+        raise NbxValueError(f"chirp: N={n} is not a length Bluestein takes (try a prime above {plan.DIRECT_MAX})")
+    x = views.view_as_complex(randn((rows, n, 2), dtype, np.random.default_rng(0)))
+    y = empty_tensor((rows, n), D.complex64, x.device)
+
+    def run(cfg: dict[str, int] | None) -> NBXTensor:
+        bluestein(x, y, n, n, -1, 1.0, config=cfg)
+        return y
+
+    return [Case(f"fft {rows}x{n} {dtype}", (plan.bluestein_length(n),), run, BLOCKS, ("fft.fft", (x,)))]
+
+
+def _hermitian_cases(shape: Shape, dtype: str) -> list[Case]:
+    rows, n = _two(shape, "hermitian")
+    if plan.plan_kind(n) == "direct":
+        raise NbxValueError(f"hermitian: N={n} is done as one direct DFT (take N above {plan.DIRECT_MAX})")
+    x = views.view_as_complex(randn((rows, n // 2 + 1, 2), dtype, np.random.default_rng(0)))
+    y = empty_tensor((rows, n), D.float32, x.device)
+
+    def run(cfg: dict[str, int] | None) -> NBXTensor:
+        irfft_rows(x, y, n=n, scale=1.0 / n, config=cfg)
+        return y
+
+    return [Case(f"irfft {rows}x{n} {dtype}", (n,), run, BLOCKS, ("fft.irfft", (x, n)))]
+
+
 SWEEPS = [
     Sweep(ROW_FFT, [(4096, 4096), (16384, 4096)], _row_cases, "ROWSxN", ("float32",)),
     Sweep(COLUMN_PASS, [(1024, 65536)], _column_cases, "ROWSxN", ("float32",)),
     Sweep(DFT, [(32, 30 * 16000, 400, 160)], _stft_cases, "CLIPSxSAMPLESxN_FFTxHOP", ("float32",)),
     Sweep(PAD, [(32, 30 * 16000, 200)], _pad_cases, "BATCHxLENGTHxPAD", ("float32",)),
     Sweep(OVERLAP_ADD, [(32, 3000, 400, 160)], _overlap_add_cases, "BATCHxFRAMESxN_FFTxHOP", ("float32",)),
+    Sweep(CHIRP, [(1024, 4099)], _chirp_cases, "ROWSxN", ("float32",)),
+    Sweep(HERMITIAN, [(1024, 65536)], _hermitian_cases, "ROWSxN", ("float32",)),
 ]
