@@ -25,6 +25,8 @@ SMALL = {
     ("linalg", "gemm"): ((2, 24, 40, 16), "float32"),
     ("norm", "row_norm"): ((5, 40), "float32"),
     ("attention", "flash"): ((1, 2, 40, 40, 16), "float32"),
+    ("attention", "flash_split"): ((1, 2, 1, 1100, 16), "float32"),
+    ("attention", "softmax"): ((5, 40), "float32"),
     ("norm", "moments"): ((2, 3, 3000), "float32"),
     ("norm", "apply_channels"): ((2, 3, 40), "float32"),
     ("conv", "convolution"): ((2, 16, 6, 8, 3, 1, 1), "float32"),
