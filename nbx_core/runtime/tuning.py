@@ -366,6 +366,25 @@ class Tunable:
         return path
 
 
+def row_tunable(
+    plugin: str, name: str, rule: Callable[[str, int, int], Config], interpreter: Config, tables: Path
+) -> Tunable:
+    """The launch of a kernel over rows (a normalisation, softmax): ``TILE``, the elements a program
+    takes when rows are short (several rows share it), and ``num_warps``, keyed by the dtype and the
+    row length's bucket. Lookup arguments: the input's dtype name, the row length and the kernel's
+    block (the row rounded up to a power of two, or the chunk of a long row); ``interpreter`` is the
+    configuration on the interpreter."""
+    return Tunable(
+        plugin,
+        name,
+        {"TILE": "pow2", "num_warps": "pow2"},
+        key=lambda dtype, n, block: Key({"dtype": dtype, "N": bucket(n)}),
+        rule=rule,
+        interpreter=lambda dtype, n, block: dict(interpreter),
+        tables=tables,
+    )
+
+
 def write_json(path: Path, data: Any) -> None:
     """Write ``data`` to ``path`` as JSON, atomically (a reader sees the old file or the new one)."""
     path.parent.mkdir(parents=True, exist_ok=True)

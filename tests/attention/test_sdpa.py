@@ -169,7 +169,8 @@ def test_split_keys_path(causal, monkeypatch):
     import nbx_attention.flash_attention as fa
 
     splits, launch = [], fa.launch
-    monkeypatch.setattr(fa, "PROGRAMS_PER_SM", 1)  # 132 programs wanted (the cpu backend's SM count)
+    # 132 programs wanted (the cpu backend's SM count)
+    monkeypatch.setattr(fa.SPLIT, "lookup", lambda *a, **kw: {"PROGRAMS_PER_SM": 1})
     monkeypatch.setattr(fa, "MIN_SPLIT_KEYS", 16)
     monkeypatch.setattr(
         fa, "launch", lambda kernel, grid, *a, **kw: splits.append(grid[2]) or launch(kernel, grid, *a, **kw)

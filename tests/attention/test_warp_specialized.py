@@ -72,7 +72,7 @@ def test_key_splits_keep_the_portable_kernel(kernels, monkeypatch):
     # kernel's.
     import nbx_attention.flash_attention as fa
 
-    monkeypatch.setattr(fa, "PROGRAMS_PER_SM", 1)
+    monkeypatch.setattr(fa.SPLIT, "lookup", lambda *a, **kw: {"PROGRAMS_PER_SM": 1})
     monkeypatch.setattr(fa, "MIN_SPLIT_KEYS", 128)
     check_op(SDPA, *_qkv(L=128, S=512, h=1, hk=1))
     assert kernels == ["_attn_fwd_kernel"]

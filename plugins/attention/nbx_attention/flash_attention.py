@@ -38,7 +38,7 @@ from pathlib import Path
 
 from nbx_core.runtime.kernels.dot import dot_operand
 from nbx_core.runtime.kernels.tickets import last_to_arrive, tickets
-from nbx_core.runtime.launch import BACKEND, TRAITS, cdiv, launch, multiprocessors, next_pow2
+from nbx_core.runtime.launch import TRAITS, cdiv, launch, multiprocessors, next_pow2
 
 # isort: split
 import triton
@@ -54,12 +54,9 @@ from . import warp_specialized
 from .mask_blocks import mask_blocks
 
 LOG2E = math.log2(math.e)
-PROGRAMS_PER_SM = 2 if BACKEND != "cpu" else 0
-"""Split the key range while fewer programs than this many per SM would run (SMs counted by
-``nbx_core.runtime.launch.multiprocessors``): two per SM let a decoding batch run in one launch,
-and splitting for four per SM was slower. The interpreter never splits unless a test raises it."""
 MIN_SPLIT_KEYS = 512
-"""Fewest keys one split handles (tests lower both knobs to reach the split path)."""
+"""Fewest keys one split handles (tests lower it, and raise :data:`SPLIT`'s PROGRAMS_PER_SM, to reach
+the split path)."""
 WARP_SPECIALIZE = not TRAITS.interpreted
 """Whether what :func:`nbx_attention.warp_specialized.applies` accepts runs that kernel (when it
 needs no key splits). The interpreter runs the portable kernel unless a test sets this."""
@@ -307,10 +304,23 @@ whether a head's query tiles launch last row first. Arguments: the dtype's name,
 lengths, the head dims of q/k and of v, and whether the mask is causal."""
 
 
-def _splits(programs: int, S: int, block_n: int, device: Device) -> tuple[int, int]:
+SPLIT = Tunable(
+    "attention", "flash_split", {"PROGRAMS_PER_SM": "count0"},
+    key=lambda dtype, L, S, E: Key({"dtype": dtype, "L": bucket(L), "S": bucket(S), "E": bucket(E)}),
+    # Two per SM let a decoding batch run in one launch; splitting for four per SM was slower. The
+    # interpreter never splits (each program costs Python time there) unless a test asks.
+    rule=lambda dtype, L, S, E: {"PROGRAMS_PER_SM": 2},
+    interpreter=lambda dtype, L, S, E: {"PROGRAMS_PER_SM": 0},
+    tables=Path(__file__).with_name("configs"))
+"""When the key range is split (flash-decoding): while fewer programs than PROGRAMS_PER_SM per SM
+would run (SMs counted by ``nbx_core.runtime.launch.multiprocessors``; 0: never). Arguments: the
+dtype's name, the query and key lengths and the head dim of q/k."""
+
+
+def _splits(programs: int, S: int, block_n: int, device: Device, per_sm: int) -> tuple[int, int]:
     """(number of key splits, keys per split, a multiple of block_n)."""
     n = 1
-    target = PROGRAMS_PER_SM * multiprocessors(device.index or 0)
+    target = per_sm * multiprocessors(device.index or 0)
     if programs < target and S >= 2 * MIN_SPLIT_KEYS:
         n = min(cdiv(target, programs), S // MIN_SPLIT_KEYS)
     per = cdiv(cdiv(S, n), block_n) * block_n if S else block_n
@@ -319,21 +329,25 @@ def _splits(programs: int, S: int, block_n: int, device: Device) -> tuple[int, i
 
 def flash_forward(q: NBXTensor, k: NBXTensor, v: NBXTensor, mask: NBXTensor | None, out: NBXTensor,
                   lse: NBXTensor | None, *, scale: float, causal: bool, masked_lse: float,
-                  config: Mapping[str, int] | None = None) -> None:
+                  config: Mapping[str, int] | None = None,
+                  split_config: Mapping[str, int] | None = None) -> None:
     """Write attention of 4-D views ``q`` (Z, H, L, E), ``k`` (Z, Hk, S, E), ``v`` (Z, Hv, S, Ev) into
     ``out`` (Z, H, L, Ev) and, when given, the natural-log logsumexp of each row into ``lse`` (Z, H, L).
 
     ``mask`` is None or a (Z, H, L, S) view (stride 0 where it broadcasts): bool (True = attend) or
     additive. Arguments are validated by the caller. ``config`` replaces :data:`FLASH`'s lookup and
-    runs the portable kernel (the warp-specialized one otherwise takes what it applies to).
+    runs the portable kernel (the warp-specialized one otherwise takes what it applies to); ``split_config``
+    replaces :data:`SPLIT`'s.
     """
     Z, H, L, E = q.shape
     S, EV = k.shape[2], v.shape[3]
     if Z * H * L == 0:
         return
+    per_sm = SPLIT.choose(split_config, q.dtype.name, L, S, E)["PROGRAMS_PER_SM"]
     if config is None and WARP_SPECIALIZE \
             and warp_specialized.applies(q, k, v, mask, out, lse, scale=scale, causal=causal) \
-            and _splits(cdiv(L, warp_specialized.BLOCK_M) * Z * H, S, warp_specialized.BLOCK_N, q.device)[0] == 1:
+            and _splits(cdiv(L, warp_specialized.BLOCK_M) * Z * H, S, warp_specialized.BLOCK_N, q.device,
+                        per_sm)[0] == 1:
         warp_specialized.ws_forward(q, k, v, out, qk_scale=scale * LOG2E)
         return
     cfg = FLASH.choose(config, q.dtype.name, L, S, E, EV, causal)
@@ -341,7 +355,7 @@ def flash_forward(q: NBXTensor, k: NBXTensor, v: NBXTensor, mask: NBXTensor | No
     bd, bdv = max(16, next_pow2(E)), max(16, next_pow2(EV))
     acc = D.float64 if q.dtype is D.float64 else D.float32
     programs = cdiv(L, bm) * Z * H
-    n_split, per = _splits(programs, S, bn, q.device)
+    n_split, per = _splits(programs, S, bn, q.device, per_sm)
     split = n_split > 1
     part = ml = cnt = out
     if split:

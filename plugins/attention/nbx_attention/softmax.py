@@ -13,7 +13,10 @@ Rows of all ``-inf`` give NaN (torch's softmax) except in ``_safe_softmax``, whe
 CPU kernel refuses it.
 """
 
-from nbx_core.runtime.launch import BACKEND, cdiv, launch, row_blocks
+from collections.abc import Mapping
+from pathlib import Path
+
+from nbx_core.runtime.launch import cdiv, launch, row_blocks
 
 # isort: split
 import triton
@@ -25,6 +28,7 @@ from nbx_core.ops.copy import copy_
 from nbx_core.runtime.kernels.copy import cast_to
 from nbx_core.runtime.kernels.indexing import needs_int64, strided_offsets
 from nbx_core.runtime.pointwise import tl_dtype
+from nbx_core.runtime.tuning import Config, row_tunable
 from nbx_core.shape import coalesce, contiguous_strides, numel, wrap_dim
 from nbx_core.tensor import NBXTensor, empty_tensor
 from nbx_core.tensor.args import FLOATING, REAL, check_dtype, dtype_arg, out_arg, tensor_arg
@@ -33,8 +37,22 @@ FUSED_MAX = 32768
 """Longest row kept whole in registers; longer rows take the two-pass kernel (tests lower it)."""
 CHUNK = 4096
 """Chunk of the two-pass kernel (capped by FUSED_MAX)."""
-_TILE = 4096 if BACKEND != "cpu" else 1 << 14
-"""Elements per program for short rows: several rows share one program up to this."""
+
+
+def softmax_block(n: int) -> int:
+    """The kernel's block for rows of ``n``: the row rounded up to a power of two, or the chunk of a
+    row longer than FUSED_MAX."""
+    return row_blocks(1, n, FUSED_MAX, CHUNK, 1)[0]
+
+
+def _gpu_rule(dtype: str, n: int, block: int) -> Config:
+    # More warps as the block grows.
+    return {"TILE": 4096, "num_warps": 4 if block <= 1024 else 8 if block <= 4096 else 16}
+
+
+SOFTMAX = row_tunable("attention", "softmax", _gpu_rule, {"TILE": 1 << 14, "num_warps": 1},
+                      Path(__file__).with_name("configs"))
+"""The softmax kernel's launch (see :func:`nbx_core.runtime.tuning.row_tunable`)."""
 
 
 @triton.jit
@@ -96,14 +114,11 @@ def _softmax_kernel(x_ptr, y_ptr, R, N, outer, x_outer, y_outer, x_step, y_step,
             tl.store(y_row + (cols + start) * y_step, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-def _num_warps(block: int) -> int:
-    if BACKEND == "cpu":
-        return 1
-    return 4 if block <= 1024 else 8 if block <= 4096 else 16
-
-
-def _launch_softmax(op: str, x: NBXTensor, dim: int, out_dtype: D.DType, in_dtype: D.DType, log: bool,
-                    safe: bool) -> NBXTensor:
+def softmax_rows(op: str, x: NBXTensor, dim: int, out_dtype: D.DType, in_dtype: D.DType, log: bool, safe: bool,
+                 config: Mapping[str, int] | None = None) -> NBXTensor:
+    """``op``'s (log-)softmax of the checked ``x`` along ``dim``, computed from ``in_dtype`` (``x``
+    cast first where it differs) into a new contiguous tensor of ``out_dtype``; ``safe`` gives rows
+    of all ``-inf`` zeros. ``config`` replaces :data:`SOFTMAX`'s lookup."""
     d = wrap_dim(op, dim, x.ndim)
     shape = tuple(x.shape) if x.ndim else (1,)
     strides = tuple(x.stride()) if x.ndim else (1,)
@@ -120,11 +135,12 @@ def _launch_softmax(op: str, x: NBXTensor, dim: int, out_dtype: D.DType, in_dtyp
                                 tuple(st for i, st in enumerate(ostrides) if i != d) or (0,))
     if not cshape:
         cshape, xs, ys = (1,), (0,), (0,)
-    block, rows, chunked = row_blocks(r, n, FUSED_MAX, CHUNK, _TILE)
+    cfg = SOFTMAX.choose(config, x.dtype.name, n, softmax_block(n))
+    block, rows, chunked = row_blocks(r, n, FUSED_MAX, CHUNK, cfg["TILE"])
     launch(_softmax_kernel, (cdiv(r, rows),), x, out, r, n, cshape, xs, ys, strides[d], ostrides[d],
            LOG=log, SAFE=safe, IN_DT=tl_dtype(in_dtype), COMPUTE=tl_dtype(D.compute_dtype(in_dtype)),
            NDIM=len(cshape), ROWS=rows, BLOCK=block, CHUNKED=chunked, INT64=needs_int64(r * n, x, out),
-           num_warps=_num_warps(block))
+           num_warps=cfg["num_warps"])
     return out
 
 
@@ -145,19 +161,19 @@ def _result(op: str, y: NBXTensor, out: NBXTensor | None) -> NBXTensor:
 def softmax(self: NBXTensor, dim: int, dtype: object = None, *, out: NBXTensor | None = None) -> NBXTensor:
     """``aten::softmax.int``: ``exp(x) / sum(exp(x))`` along ``dim``; ``dtype`` casts the input first."""
     x, want = _check("softmax", self, dtype)
-    return _result("softmax", _launch_softmax("softmax", x, dim, want, want, log=False, safe=False), out)
+    return _result("softmax", softmax_rows("softmax", x, dim, want, want, log=False, safe=False), out)
 
 
 def log_softmax(self: NBXTensor, dim: int, dtype: object = None, *, out: NBXTensor | None = None) -> NBXTensor:
     """``aten::log_softmax.int``: ``x - logsumexp(x)`` along ``dim``; ``dtype`` casts the input first."""
     x, want = _check("log_softmax", self, dtype)
-    return _result("log_softmax", _launch_softmax("log_softmax", x, dim, want, want, log=True, safe=False), out)
+    return _result("log_softmax", softmax_rows("log_softmax", x, dim, want, want, log=True, safe=False), out)
 
 
 def _safe_softmax(self: NBXTensor, dim: int, dtype: object = None) -> NBXTensor:
     """``aten::_safe_softmax``: softmax where a row of all ``-inf`` gives zeros instead of NaN."""
     x, want = _check("_safe_softmax", self, dtype)
-    return _launch_softmax("_safe_softmax", x, dim, want, want, log=False, safe=True)
+    return softmax_rows("_safe_softmax", x, dim, want, want, log=False, safe=True)
 
 
 def _half_to_float(op: str, x: NBXTensor, half_to_float: bool) -> D.DType:
@@ -173,12 +189,12 @@ def _softmax(self: NBXTensor, dim: int, half_to_float: bool, *, out: NBXTensor |
     """``aten::_softmax``; ``half_to_float`` turns a float16 input into a float32 result."""
     x, _ = _check("_softmax", self, None)
     want = _half_to_float("_softmax", x, half_to_float)
-    return _result("_softmax", _launch_softmax("_softmax", x, dim, want, x.dtype, log=False, safe=False), out)
+    return _result("_softmax", softmax_rows("_softmax", x, dim, want, x.dtype, log=False, safe=False), out)
 
 
 def _log_softmax(self: NBXTensor, dim: int, half_to_float: bool, *, out: NBXTensor | None = None) -> NBXTensor:
     """``aten::_log_softmax``; ``half_to_float`` turns a float16 input into a float32 result."""
     x, _ = _check("_log_softmax", self, None)
     want = _half_to_float("_log_softmax", x, half_to_float)
-    return _result("_log_softmax", _launch_softmax("_log_softmax", x, dim, want, x.dtype, log=True, safe=False),
+    return _result("_log_softmax", softmax_rows("_log_softmax", x, dim, want, x.dtype, log=True, safe=False),
                    out)

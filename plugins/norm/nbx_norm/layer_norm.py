@@ -24,7 +24,7 @@ from nbx_core.ops.copy import contiguous
 from nbx_core.ops.creation import full
 from nbx_core.runtime.plans import PlanCache, geometry
 from nbx_core.runtime.pointwise import tl_dtype
-from nbx_core.runtime.tuning import Config, Key, Tunable, bucket, frozen
+from nbx_core.runtime.tuning import Config, frozen, row_tunable
 from nbx_core.shape import numel
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 from nbx_core.tensor.args import FLOATING, optional_tensor, tensor_arg
@@ -130,14 +130,9 @@ def _gpu_rule(dtype: str, n: int, block: int) -> Config:
     return {"TILE": 4096, "num_warps": 4 if block <= 1024 else 8 if block <= 4096 else 16 if block <= 16384 else 32}
 
 
-ROW_NORM = Tunable(
-    "norm", "row_norm", {"TILE": "pow2", "num_warps": "pow2"},
-    key=lambda dtype, n, block: Key({"dtype": dtype, "N": bucket(n)}), rule=_gpu_rule,
-    interpreter=lambda dtype, n, block: {"TILE": 1 << 14, "num_warps": 1},
-    tables=Path(__file__).with_name("configs"))
-"""The row kernel's launch: ``TILE``, the elements a program takes when rows are short (several
-rows share it), and ``num_warps``. Arguments: the input's dtype name, the row length and the
-kernel's block (the row, rounded up to a power of two, or the chunk of a long row)."""
+ROW_NORM = row_tunable("norm", "row_norm", _gpu_rule, {"TILE": 1 << 14, "num_warps": 1},
+                       Path(__file__).with_name("configs"))
+"""The row kernel's launch (see :func:`nbx_core.runtime.tuning.row_tunable`)."""
 
 
 class _RowPlan:

@@ -13,8 +13,11 @@ cancellation anywhere. Statistics are float32 (float64 for float64 input).
 """
 
 
+from collections.abc import Mapping
+from pathlib import Path
+
 # nbx_core.runtime.launch picks the backend, which must happen before Triton is first imported.
-from nbx_core.runtime.launch import BACKEND, cdiv, launch, next_pow2
+from nbx_core.runtime.launch import cdiv, launch, next_pow2
 
 # isort: split
 import triton
@@ -23,14 +26,35 @@ import triton.language as tl
 from nbx_core import dtypes as D
 from nbx_core.runtime.kernels.indexing import needs_int64
 from nbx_core.runtime.pointwise import tl_dtype
+from nbx_core.runtime.tuning import Key, Tunable, bucket
 from nbx_core.tensor import NBXTensor, empty_tensor
 
 from .layer_norm import _rsqrt
 
-CHUNK = 4096 if BACKEND != "cpu" else 1 << 14
-"""Elements each program reduces per loop step (tests lower it to walk several chunks)."""
-_TARGET_PROGRAMS = 1024
-"""Enough programs to fill 132 SMs several times over; units are split until there are this many."""
+
+def _moments_key(dtype: str, units: int, rows: int, total: int) -> Key:
+    return Key({"dtype": dtype, "U": bucket(units), "N": bucket(total), "layout": "one" if rows == 1 else "rows"})
+
+
+MOMENTS = Tunable(
+    "norm", "moments", {"CHUNK": "pow2", "PROGRAMS": "count", "num_warps": "pow2"}, key=_moments_key,
+    # 1024 programs fill 132 SMs several times over; the interpreter runs one program per unit
+    # (one program costs Python time there) and larger chunks.
+    rule=lambda dtype, units, rows, total: {"CHUNK": 4096, "PROGRAMS": 1024, "num_warps": 8},
+    interpreter=lambda dtype, units, rows, total: {"CHUNK": 1 << 14, "PROGRAMS": 1, "num_warps": 8},
+    tables=Path(__file__).with_name("configs"))
+"""The partial-moments kernel's launch: CHUNK, the elements a program reduces per loop step;
+PROGRAMS, the programs that units are split between until there are this many (1: no split); its
+warps. Arguments: the input's dtype name, the units, the segments of a unit and its elements."""
+
+APPLY = Tunable(
+    "norm", "apply_channels", {"TILE": "pow2", "num_warps": "pow2"},
+    key=lambda dtype, inner: Key({"dtype": dtype, "N": bucket(inner)}),
+    rule=lambda dtype, inner: {"TILE": 2048, "num_warps": 8},
+    interpreter=lambda dtype, inner: {"TILE": 1 << 16, "num_warps": 8},
+    tables=Path(__file__).with_name("configs"))
+"""The per-channel apply's launch: TILE, the elements of a program's (rows, inner) tile, and its
+warps. Arguments: the input's dtype name and the inner length (the elements of a row)."""
 
 
 @triton.jit
@@ -104,17 +128,20 @@ def _combine_kernel(pmean_ptr, pm2_ptr, mean_ptr, var_ptr, rstd_ptr, units, spli
 
 
 def moments(x: NBXTensor, units: int, rows: int, row_len: int, unit_stride: int, row_stride: int,
-            eps: float | None = None) -> tuple[NBXTensor, NBXTensor, NBXTensor | None]:
+            eps: float | None = None, *, config: Mapping[str, int] | None = None
+            ) -> tuple[NBXTensor, NBXTensor, NBXTensor | None]:
     """(mean, biased variance, rsqrt(variance + eps) or None without ``eps``) of each unit of ``x``.
 
     Each is a 1-D tensor of ``units`` values in the statistics dtype (float32, float64 for
     float64 ``x``). A unit of no elements has mean 0 and variance nan, as torch reports it.
+    ``config`` replaces :data:`MOMENTS`'s lookup.
     """
     sdt = D.compute_dtype(x.dtype)
     compute = tl_dtype(sdt)
     total = rows * row_len
-    block = min(CHUNK, next_pow2(max(total, 1)))
-    splits = 1 if BACKEND == "cpu" else max(1, min(cdiv(_TARGET_PROGRAMS, max(units, 1)), cdiv(total, block)))
+    cfg = MOMENTS.choose(config, x.dtype.name, units, rows, total)
+    block = min(cfg["CHUNK"], next_pow2(max(total, 1)))
+    splits = max(1, min(cdiv(cfg["PROGRAMS"], max(units, 1)), cdiv(total, block)))
     span = cdiv(cdiv(max(total, 1), splits), block) * block
     pmean = empty_tensor((units * splits,), sdt, x.device)
     pm2 = empty_tensor((units * splits,), sdt, x.device)
@@ -122,7 +149,8 @@ def moments(x: NBXTensor, units: int, rows: int, row_len: int, unit_stride: int,
     var = empty_tensor((units,), sdt, x.device)
     rstd = empty_tensor((units,), sdt, x.device) if eps is not None else var
     launch(_partial_kernel, (units, splits), x, pmean, pm2, total, span, row_len, unit_stride, row_stride,
-           ONE_ROW=rows == 1, BLOCK=block, COMPUTE=compute, INT64=needs_int64(x.numel(), x), num_warps=8)
+           ONE_ROW=rows == 1, BLOCK=block, COMPUTE=compute, INT64=needs_int64(x.numel(), x),
+           num_warps=cfg["num_warps"])
     ublock = min(1024, next_pow2(units))
     launch(_combine_kernel, (cdiv(units, ublock),), pmean, pm2, mean, var, rstd, units, splits, total, span,
            float(eps or 0.0), float(eps or 0.0), RSTD=eps is not None, BLOCK=ublock, COMPUTE=compute,
@@ -160,21 +188,22 @@ def _apply_kernel(x_ptr, y_ptr, mean_ptr, rstd_ptr, w_ptr, b_ptr, nrows, C, inne
 
 def apply_channels(x: NBXTensor, out: NBXTensor, mean: NBXTensor, rstd: NBXTensor, weight: NBXTensor | None,
                    bias: NBXTensor | None, channels: int, inner: int, units_per_outer: int,
-                   channels_per_unit: int) -> None:
+                   channels_per_unit: int, *, config: Mapping[str, int] | None = None) -> None:
     """``out = (x - mean[u]) * rstd[u] * weight[c] + bias[c]`` over the contiguous ``(outer, C, inner)``.
 
     ``u = outer_index * units_per_outer + c // channels_per_unit``: group norm passes (groups,
     C // groups), batch norm (0, 1). ``weight`` and ``bias`` are contiguous vectors of C or None.
+    ``config`` replaces :data:`APPLY`'s lookup.
     """
     n = x.numel()
     if n == 0:
         return
-    tile = 2048 if BACKEND != "cpu" else 1 << 16
-    block = min(next_pow2(inner), tile)
-    rows = max(1, tile // block)
+    cfg = APPLY.choose(config, x.dtype.name, inner)
+    block = min(next_pow2(inner), cfg["TILE"])
+    rows = max(1, cfg["TILE"] // block)
     nrows = n // inner
     launch(_apply_kernel, (cdiv(nrows, rows), cdiv(inner, block)), x, out, mean, rstd,
            weight if weight is not None else x, bias if bias is not None else x, nrows, channels, inner,
            units_per_outer, channels_per_unit, HAS_W=weight is not None, HAS_B=bias is not None, ROWS=rows,
            BLOCK=block, COMPUTE=tl_dtype(D.compute_dtype(x.dtype)), INT64=needs_int64(n, x),
-           num_warps=8)
+           num_warps=cfg["num_warps"])
