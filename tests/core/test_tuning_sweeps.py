@@ -39,6 +39,7 @@ SMALL = {
     ("spectral", "dft"): ((2, 2000, 400, 160), "float32"),
     ("index", "embedding_bag"): ((3, 5, 40, 50), "float32"),
     ("index", "multinomial"): ((3, 300, 5), "float32"),
+    ("index", "take_rows"): ((7, 40, 30), "float32"),
     ("spectral", "pad"): ((2, 300, 50), "float32"),
     ("spectral", "overlap_add"): ((2, 20, 64, 16), "float32"),
 }
