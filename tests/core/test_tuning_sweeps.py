@@ -32,6 +32,7 @@ SMALL = {
     ("reduction", "cumsum"): ((5, 300), "float32"),
     ("reduction", "xent"): ((5, 300), "float32"),
     ("linalg", "lstm_cell"): ((3, 40), "float32"),
+    ("linalg", "distance"): ((30, 20, 12), "float32"),
     ("index", "topk"): ((2, 100), "float32"),
     ("index", "sort"): ((2, 100), "float32"),
     ("spectral", "row_fft"): ((3, 256), "float32"),
