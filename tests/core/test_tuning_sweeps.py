@@ -27,6 +27,7 @@ SMALL = {
     ("attention", "flash"): ((1, 2, 40, 40, 16), "float32"),
     ("conv", "convolution"): ((2, 16, 6, 8, 3, 1, 1), "float32"),
     ("conv", "global_avg_pool"): ((2, 40, 3, 5), "float32"),
+    ("conv", "sum_parts"): ((3, 50, 40), "float32"),
     ("reduction", "rows"): ((5, 3000), "float32"),
     ("reduction", "columns"): ((3000, 40), "float32"),
     ("reduction", "cumsum"): ((5, 300), "float32"),
