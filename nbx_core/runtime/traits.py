@@ -42,6 +42,11 @@ class BackendTraits:
     widens_bf16_dot: bool
     """``tl.dot`` reads bfloat16 operands' bits as integers (the interpreter does), so operands are
     widened to float32 first (exact)."""
+    tiles_on_chip: bool
+    """A program's tiles live in a GPU's registers and shared memory, which bound them: a product
+    without tensor cores holds a BLOCK_M x BLOCK_N x BLOCK_K broadcast in registers, so such paths
+    cap their tiles whatever their configuration asks (larger ones spill, or fail to launch). The
+    interpreter holds tiles in host arrays of any size."""
 
 
 def traits(name: str) -> BackendTraits:
@@ -55,6 +60,7 @@ def traits(name: str) -> BackendTraits:
         has_inline_asm=not interpreted,
         rounds_bf16_by_hand=interpreted,
         widens_bf16_dot=interpreted,
+        tiles_on_chip=not interpreted,
     )
 
 

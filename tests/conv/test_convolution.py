@@ -274,8 +274,10 @@ def test_conv2d_gpu_tiles_of_64_channel_layers(dtype, monkeypatch):
     # small layer: numbers on the cpu backend, compiled by aot.
     from nbx_conv import convolution
 
+    from nbx_core.runtime import traits
+
     rule = convolution.CONV.rule
-    monkeypatch.setattr(convolution, "BACKEND", "cuda")
+    monkeypatch.setattr(convolution, "TRAITS", traits.traits("cuda"))
     monkeypatch.setattr(convolution.CONV, "lookup", lambda dtype, m, *a, **kw: rule(dtype, max(m, 65536), *a))
     assert rule(dtype, 65536, 64, 1, 64, 9, False) == {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 64, "num_warps": 4,
                                                        "num_stages": 3, "GROUP_M": 8, "PARTS": 1}

@@ -76,3 +76,62 @@ def test_config_argument_replaces_the_lookup(monkeypatch):
             1,
             config={**config, "PARTS": 0},
         )
+
+
+def test_sum_of_parts_tiles_as_before():
+    # Before the choice moved onto SUM_PARTS: on a GPU 16 pixels by up to 256 channels, on the
+    # interpreter up to 128 pixels by all the channels; 4 warps.
+    from nbx_core.runtime.launch import next_pow2
+
+    for size in (4, 8):
+        for m in (1, 10, 100, 1568, 100352):
+            for k in (1, 3, 64, 300, 512, 2048):
+                gpu = convolution.SUM_PARTS.resolve(size, m, k, target="sm_90")[0]
+                assert gpu == {"BLOCK_M": 16, "BLOCK_N": min(256, next_pow2(k)), "num_warps": 4}
+                cpu = convolution.SUM_PARTS.resolve(size, m, k, target=None)[0]
+                assert cpu == {"BLOCK_M": min(128, next_pow2(m)), "BLOCK_N": next_pow2(k), "num_warps": 4}
+
+
+@pytest.mark.parametrize(("backend", "capped"), [("cpu", False), ("cuda", True), ("aot", True)])
+def test_float64_tiles_capped_on_a_gpu_only(monkeypatch, backend, capped):
+    # float64 multiplies without tensor cores: on a GPU (the traits of cuda and aot) its tiles are at
+    # most 32 x 32 x 8 whatever the configuration asks, as before the choice moved onto TRAITS; the
+    # interpreter launches the configuration's. float32 keeps them everywhere. The split reduction's
+    # second pass takes config= tiles.
+    from nbx_core.ops.views import permute
+    from nbx_core.runtime import traits
+
+    assert traits.traits(backend).tiles_on_chip is capped
+    monkeypatch.setattr(convolution, "TRAITS", traits.traits(backend))
+    seen, launch = [], convolution.launch
+    monkeypatch.setattr(
+        convolution, "launch", lambda kernel, grid, *a, **kw: seen.append(kw) or launch(kernel, grid, *a, **kw)
+    )
+    config = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 16, "num_warps": 2, "num_stages": 1, "GROUP_M": 2, "PARTS": 2}
+    for dtype in ("float64", "float32"):
+        x, w, b = make((1, 16, 4, 5), dtype), make((8, 16, 3, 3), dtype, seed=1), make((8,), dtype, seed=2)
+        out = convolution._conv(
+            "conv2d",
+            from_torch(x),
+            from_torch(w),
+            from_torch(b),
+            (1, 1),
+            (1, 1),
+            (1, 1),
+            False,
+            (0, 0),
+            1,
+            config=config,
+        )
+        if numeric():
+            want = torch.nn.functional.conv2d(x, w, b, 1, 1)
+            torch.testing.assert_close(to_torch(out), want, rtol=1e-4, atol=1e-4)
+    tiles = [(kw["BLOCK_M"], kw["BLOCK_N"], kw.get("BLOCK_K")) for kw in seen]
+    assert tiles[0::2] == [(32, 32, 8) if capped else (64, 64, 16), (64, 64, 16)]
+    parts = {"BLOCK_M": 4, "BLOCK_N": 8, "num_warps": 2}
+    partial = make((3, 20, 8))
+    flat = from_torch(torch.zeros(1, 4, 5, 8))
+    convolution.sum_parts(from_torch(partial), None, permute(flat, 0, 3, 1, 2), False, config=parts)
+    assert (seen[-1]["BLOCK_M"], seen[-1]["BLOCK_N"], seen[-1]["num_warps"]) == (4, 8, 2)
+    if numeric():
+        torch.testing.assert_close(to_torch(flat).reshape(20, 8), partial.sum(0))

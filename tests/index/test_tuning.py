@@ -1,12 +1,13 @@
-"""sort, topk, embedding_bag and multinomial launches as data (nbx_index.sort.SORT, nbx_index.topk.TOPK,
-nbx_index.embedding.EMBEDDING_BAG, nbx_index.random.MULTINOMIAL): today's choices on each backend, and
-config=."""
+"""sort, topk, embedding_bag, multinomial and row copy launches as data (nbx_index.sort.SORT,
+nbx_index.topk.TOPK, nbx_index.embedding.EMBEDDING_BAG, nbx_index.random.MULTINOMIAL,
+nbx_index.gather.TAKE_ROWS): today's choices on each backend, and config=."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 from nbx_index import embedding as E
+from nbx_index import gather as G
 from nbx_index import random as R
 from nbx_index import sort as S
 from nbx_index import topk as T
@@ -26,11 +27,57 @@ def test_same_launch_as_before(itemsize):
     sort = {"CHUNK_WARPS": 4, "MERGE_BLOCK": 2048, "MERGE_WARPS": 4}
     for n, warps in ((100, 1), (1000, 4), (5000, 32), (32000, 32)):
         assert S.SORT.resolve(itemsize, n, target="sm_90")[0] == {"CHUNK": 512, **sort}
-        assert S.SORT.resolve(itemsize, n, target=None)[0] == {"CHUNK": 16, **sort}
+        assert S.SORT.resolve(itemsize, n, target=None)[0] == {"CHUNK": 16, **sort, "PROGRAM_KEYS": 4096}
         assert T.TOPK.resolve(itemsize, n, target="sm_90")[0] == {"num_warps": warps}
         assert T.TOPK.resolve(itemsize, n, target=None)[0] == {"num_warps": 1}
         if tuning.arch() is None:
             assert S.SORT.lookup(itemsize, n)["CHUNK"] == 16 and T.TOPK.lookup(itemsize, n)["num_warps"] == 1
+
+
+def test_chunk_sort_programs_as_before():
+    # Before the choice moved onto SORT: the interpreter sorted min(next_pow2(chunks), max(1, 4096 // chunk))
+    # chunks a program, a GPU one.
+    from nbx_core.runtime.launch import next_pow2
+
+    gpu, cpu = (S.SORT.resolve(4, 1000, target=t)[0] for t in ("sm_90", None))
+    for chunks in (1, 3, 7, 64, 100, 5000):
+        for chunk in (1, 2, 16, 512, 1024, 4096, 8192):
+            assert S.chunks_per_program(chunks, chunk, gpu) == 1
+            assert S.chunks_per_program(chunks, chunk, cpu) == min(next_pow2(chunks), max(1, 4096 // chunk))
+
+
+def test_row_copy_tiles_as_before():
+    # Before the choice moved onto TAKE_ROWS: BLOCK_Q the columns up to 1024 (2-byte elements) or 512
+    # on a GPU, 4096 on the interpreter; BLOCK_R the rows filling 4096 (GPU) or 8192 elements; 4 warps.
+    from nbx_core.runtime.launch import next_pow2
+
+    for size in (1, 2, 4, 8):
+        for rows in (1, 3, 100, 5000):
+            for cols in (1, 5, 300, 1024, 3000, 70000):
+                bq = min(next_pow2(cols), 1024 if size <= 2 else 512)
+                gpu = {"BLOCK_R": max(1, min(next_pow2(rows), 4096 // bq)), "BLOCK_Q": bq, "num_warps": 4}
+                assert G.TAKE_ROWS.resolve(size, rows, cols, target="sm_90")[0] == gpu
+                bq = min(next_pow2(cols), 4096)
+                cpu = {"BLOCK_R": max(1, min(next_pow2(rows), 8192 // bq)), "BLOCK_Q": bq, "num_warps": 4}
+                assert G.TAKE_ROWS.resolve(size, rows, cols, target=None)[0] == cpu
+
+
+def test_row_copy_config_argument(monkeypatch):
+    # index_select's rows copied 2 x 8 a program, as config= asks.
+    from nbx_core import dtypes as D
+    from nbx_core.testing import from_torch
+
+    seen = []
+    launch = G.launch
+    monkeypatch.setattr(G, "launch", lambda kernel, grid, *a, **kw: seen.append((grid, kw["BLOCK_R"], kw["BLOCK_Q"]))
+                        or launch(kernel, grid, *a, **kw))
+    x = make((6, 20))
+    X, idx = from_torch(x), from_torch(torch.tensor([5, 0, 3]))
+    got = G.take_rows("aten::index_select", "index", X, idx, 6, 20, ((), ()), ((20,), (1,)), (3, 20),
+                      config={"BLOCK_R": 2, "BLOCK_Q": 8, "num_warps": 2})
+    assert seen == [((2, 3), 2, 8)] and idx.dtype is D.int64
+    if numeric():
+        torch.testing.assert_close(to_torch(got), x[[5, 0, 3]])
 
 
 def test_same_tiles_as_before():

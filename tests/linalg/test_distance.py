@@ -75,3 +75,58 @@ def test_bad_inputs():
     check_raises(PD, make((3,)), 2.0, match=r"self must be 2-D \(a matrix\)")
     check_raises(PD, x.t(), 2.0, match="contiguous")
     check_raises(PD, x.half(), 2.0, match="expected float32 or float64")
+
+
+def test_tiles_as_before():
+    # Before the choice moved onto DISTANCE: on a GPU 64 x 64 x 32 tiles on 4 warps for the
+    # matrix-product form, 32 x 32 x 8 for the direct norms; on the interpreter each side the size
+    # (at least 16) up to 64 or 32, on one warp.
+    from nbx_linalg import distance as dist
+
+    from nbx_core.runtime.launch import next_pow2
+
+    for norm in range(6):
+        mm = norm == dist.P_TWO_MM.value
+        side = 64 if mm else 32
+        for p, r, m in [(1, 1, 1), (5, 30, 7), (26, 100, 3), (1000, 17, 300), (64, 64, 64)]:
+            for size in (4, 8):
+                gpu = dist.DISTANCE.resolve(norm, size, p, r, m, target="sm_90")[0]
+                assert gpu == (
+                    {"BLOCK_P": 64, "BLOCK_R": 64, "BLOCK_M": 32, "num_warps": 4}
+                    if mm
+                    else {"BLOCK_P": 32, "BLOCK_R": 32, "BLOCK_M": 8, "num_warps": 4}
+                )
+                cpu = dist.DISTANCE.resolve(norm, size, p, r, m, target=None)[0]
+                assert cpu == {
+                    "BLOCK_P": min(max(16, next_pow2(p)), side),
+                    "BLOCK_R": min(max(16, next_pow2(r)), side),
+                    "BLOCK_M": min(max(16, next_pow2(m)), side),
+                    "num_warps": 1,
+                }
+
+
+@pytest.mark.usefixtures("tuning_cache")
+def test_config_argument_replaces_the_lookup(monkeypatch):
+    # cdist's tiles as config= asks (16 x 32 x 16 on 2 warps), with torch's numbers.
+    from nbx_linalg import distance as dist
+
+    from nbx_core.tensor import empty_tensor
+    from nbx_core.testing import from_torch, numeric, to_torch
+
+    launch, seen = dist.launch, []
+    monkeypatch.setattr(
+        dist,
+        "launch",
+        lambda kernel, grid, *a, **kw: (
+            seen.append((grid, kw["BLOCK_P"], kw["BLOCK_R"], kw["BLOCK_M"], kw["num_warps"]))
+            or launch(kernel, grid, *a, **kw)
+        ),
+    )
+    x, y = make((40, 9), "float32"), make((20, 9), "float32", seed=1)
+    X, Y = from_torch(x), from_torch(y)
+    res = empty_tensor((40, 20), X.dtype, X.device)
+    config = {"BLOCK_P": 16, "BLOCK_R": 32, "BLOCK_M": 16, "num_warps": 2}
+    dist.cdist_into(res, X, Y, 1.0, dist.P_ONE.value, config=config)
+    assert seen == [((3, 1, 1), 16, 32, 16, 2)]
+    if numeric():
+        torch.testing.assert_close(to_torch(res), torch.cdist(x, y, 1.0))

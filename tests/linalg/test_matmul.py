@@ -560,3 +560,26 @@ def test_prefill_scores_compile_warp_specialized(monkeypatch, layout):
     run_op("aten::bmm", q, k.transpose(1, 2) if layout == "NT" else k.reshape(4, 128, 2048))
     ptx = compiled[-1].asm["ptx"]
     assert ".reqntid 384" in ptx and "setmaxnreg" in ptx
+
+
+@pytest.mark.parametrize(("backend", "capped"), [("cpu", False), ("cuda", True), ("aot", True)])
+def test_products_without_tensor_cores_cap_their_tiles_on_a_gpu(monkeypatch, backend, capped):
+    # int64 and float64 products hold a BLOCK_M x BLOCK_N x BLOCK_K broadcast: on a GPU (the traits of
+    # cuda and aot) at most 32 x 32 x 8 whatever the configuration asks, as before the choice moved
+    # onto TRAITS; the interpreter launches the configuration's tiles. float32 products keep them.
+    from nbx_linalg import matmul
+
+    from nbx_core.runtime import traits
+
+    assert traits.traits(backend).tiles_on_chip is capped
+    monkeypatch.setattr(matmul, "TRAITS", traits.traits(backend))
+    launch, seen = matmul.launch, []
+    monkeypatch.setattr(matmul, "launch", lambda kernel, grid, *args, **kw: seen.append(
+        (kw["BLOCK_M"], kw["BLOCK_N"], kw["BLOCK_K"])) or launch(kernel, grid, *args, **kw))
+    config = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 1, "num_stages": 1}
+    for dtype in ("int64", "float64", "float32"):
+        a, b = make((40, 70), dtype), make((70, 33), dtype, seed=1)
+        got = matmul.gemm("aten::mm", from_torch(a), from_torch(b), config=config)
+        if numeric():
+            assert_close(got, a @ b)
+    assert seen == [(32, 32, 8) if capped else (64, 64, 64)] * 2 + [(64, 64, 64)]

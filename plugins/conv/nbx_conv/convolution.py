@@ -44,7 +44,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from nbx_core.runtime.launch import BACKEND, cdiv, launch, multiprocessors, next_pow2
+from nbx_core.runtime.launch import cdiv, launch, multiprocessors, next_pow2
 
 # isort: split
 # Triton after nbx_core.runtime.launch, which sets the backend up (the interpreter) before Triton is imported.
@@ -60,6 +60,7 @@ from nbx_core.runtime.kernels.dot import dot_operand
 from nbx_core.runtime.kernels.indexing import needs_int64
 from nbx_core.runtime.kernels.tiles import grouped_tile
 from nbx_core.runtime.pointwise import tl_dtype
+from nbx_core.runtime.traits import TRAITS
 from nbx_core.runtime.tuning import Key, Tunable, bucket
 from nbx_core.shape import numel
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
@@ -450,6 +451,18 @@ flat (channels times taps, for inputs of fewer than 16 channels). On a GPU float
 capped further (32 x 32 x 8), whatever the configuration."""
 
 
+SUM_PARTS = Tunable(
+    "conv", "sum_parts", {"BLOCK_M": "pow2", "BLOCK_N": "pow2", "num_warps": "pow2"},
+    key=lambda size, m, k: Key({"itemsize": size, "M": bucket(m), "K": bucket(k)}),
+    rule=lambda size, m, k: {"BLOCK_M": 16, "BLOCK_N": min(256, next_pow2(k)), "num_warps": 4},
+    interpreter=lambda size, m, k: {"BLOCK_M": min(128, next_pow2(m)), "BLOCK_N": next_pow2(k), "num_warps": 4},
+    tables=Path(__file__).with_name("configs"))
+"""The split reduction's second pass: BLOCK_M output pixels by BLOCK_N output channels a program, and
+its warps (on a GPU 16 pixels by up to 256 channels; on the interpreter, paying per program, up to
+128 pixels by all the channels). Arguments: the partial sums' itemsize, the output pixels M and
+the output channels K."""
+
+
 def _channels_contiguous(w: NBXTensor, transposed: bool) -> NBXTensor:
     """``w`` with stride 1 along its per-group input channels (the B tile's reduction axis): the
     channels-last order (K, *kernel, C), or for a transposed weight (C_in, K/g, *kernel) the order
@@ -525,7 +538,7 @@ def _conv(op: str, x: NBXTensor, w: NBXTensor, bias: NBXTensor | None, stride: t
     cfg = CONV.choose(config, x.dtype.name, m, kg, groups, cg, taps, reduction == FLAT)
     bm, bn, bk, warps, stages, group_m, parts = (cfg[p] for p in _PARAMS)
     mode = 2 if x.dtype is D.float64 else 1 if x.dtype is D.float32 else 0
-    if mode == 2 and BACKEND != "cpu":
+    if mode == 2 and TRAITS.tiles_on_chip:
         # float64 multiplies without tensor cores: the (BLOCK_M, BLOCK_K, BLOCK_N) product lives in
         # registers, so its tiles stay small (the 7x7 stem's 128 x 64 x 64 ones needed 256 KB of
         # shared memory and failed to launch).
@@ -553,13 +566,24 @@ def _conv(op: str, x: NBXTensor, w: NBXTensor, bias: NBXTensor | None, stride: t
         PARTIAL=parts > 1, INT64=int64, TAP_BITS=taps <= 31, DEPTH=depth, num_warps=warps, num_stages=stages,
     )
     if parts > 1:
-        # The output is contiguous or channels-last (empty_output), where depth and height merge into one
-        # axis of stride soh: the second pass sees a 2-D output of OD*OH rows.
-        bm2, bn2 = (16, min(256, next_pow2(k))) if BACKEND != "cpu" else (min(128, next_pow2(m)), next_pow2(k))
-        launch(_sum_parts_kernel, (cdiv(m, bm2), cdiv(k, bn2)), dst, bias if bias is not None else x, out, m, k,
-               numel(out_sp[:-1]), out_sp[-1], parts, outs[0], outs[1], outs[-2], outs[-1], HAS_BIAS=bias is not None,
-               BLOCK_M=bm2, BLOCK_N=bn2, INT64=int64, num_warps=4)
+        sum_parts(dst, bias, out, int64)
     return out
+
+
+def sum_parts(parts: NBXTensor, bias: NBXTensor | None, out: NBXTensor, int64: bool,
+              config: Mapping[str, int] | None = None) -> None:
+    """The split reduction's second pass: ``out`` (N, K, *spatial), contiguous or channels-last, gets
+    the sum over the first dim of the contiguous partial sums ``parts`` (PARTS, M, K), plus ``bias``;
+    ``config`` replaces the lookup of :data:`SUM_PARTS`."""
+    _, m, k = parts.shape
+    # Depth and height merge into one axis of stride soh (contiguous or channels-last output): the
+    # pass sees a 2-D output of OD*OH rows.
+    outs, out_sp = out.stride(), out.shape[2:]
+    cfg = SUM_PARTS.choose(config, parts.dtype.itemsize, m, k)
+    bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
+    launch(_sum_parts_kernel, (cdiv(m, bm), cdiv(k, bn)), parts, bias if bias is not None else out, out, m, k,
+           numel(out_sp[:-1]), out_sp[-1], parts.shape[0], outs[0], outs[1], outs[-2], outs[-1],
+           HAS_BIAS=bias is not None, BLOCK_M=bm, BLOCK_N=bn, INT64=int64, num_warps=cfg["num_warps"])
 
 
 def _check_tensors(op: str, x: object, w: object, bias: object) -> tuple[NBXTensor, NBXTensor, NBXTensor | None]:

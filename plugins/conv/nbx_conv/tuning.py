@@ -4,18 +4,20 @@ average pool launches, on channels-last inputs as ResNet-50 runs them.
 A convolution shape is ``NxCxHxKxRxSTRIDExPAD``: batch, input channels, height (= width), output
 channels, kernel size, stride, padding. The default shapes are the benchmark's ResNet-50 layers
 that the H200 sweeps tuned, each with the candidates they compared; another shape tries all of
-them. A pool shape is ``NxCxHxW``.
+them. A pool shape is ``NxCxHxW``. The split reduction's second pass (``PARTSxMxK``: PARTS partial
+sums of M output pixels by K output channels into a channels-last output) tries pixel and channel
+tiles around the rule's.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from nbx_core.ops.views import permute, squeeze, unsqueeze
+from nbx_core.ops.views import permute, reshape, squeeze, unsqueeze
 from nbx_core.runtime.tuner import Case, Shape, Sweep, randn, sweep_shape
 from nbx_core.tensor import NBXTensor, empty_tensor
 
-from .convolution import _PARAMS, CONV, _conv
+from .convolution import _PARAMS, CONV, SUM_PARTS, _conv, sum_parts
 from .pooling import GLOBAL_AVG, _global_avg
 
 
@@ -73,5 +75,24 @@ def _pool_cases(shape: Shape, dtype: str) -> list[Case]:
                  ("nn.functional.adaptive_avg_pool2d", (x, 1)))]
 
 
+def _sum_parts_cases(shape: Shape, dtype: str) -> list[Case]:
+    sweep_shape(shape, "sum of parts", "PARTSxMxK", (3,))
+    parts, m, k = shape
+    partial = randn((parts, m, k), dtype, np.random.default_rng(0))
+    flat = empty_tensor((1, 1, m, k), partial.dtype, partial.device)
+    out = permute(flat, 0, 3, 1, 2)  # (1, K, 1, M), channels-last
+
+    def run(cfg: dict[str, int] | None) -> NBXTensor:
+        sum_parts(partial, None, out, False, config=cfg)
+        return reshape(flat, (m, k))
+
+    return [Case(f"sum of parts {'x'.join(map(str, shape))} {dtype}", (partial.dtype.itemsize, m, k), run,
+                 [{"BLOCK_M": bm, "BLOCK_N": bn, "num_warps": w}
+                  for bm, bn, w in [(16, 256, 4), (32, 128, 4), (8, 512, 4), (32, 256, 8), (64, 64, 4)]],
+                 ("sum", (partial, 0)))]
+
+
 SWEEPS = [Sweep(CONV, list(LAYERS), _conv_cases, "NxCxHxKxRxSTRIDExPAD (H = W, channels-last)"),
-          Sweep(GLOBAL_AVG, [(32, 2048, 7, 7)], _pool_cases, "NxCxHxW (channels-last)")]
+          Sweep(GLOBAL_AVG, [(32, 2048, 7, 7)], _pool_cases, "NxCxHxW (channels-last)"),
+          Sweep(SUM_PARTS, [(2, 1568, 512), (3, 1568, 512)], _sum_parts_cases, "PARTSxMxK (float32 partial sums)",
+                ("float32",))]

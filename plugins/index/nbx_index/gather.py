@@ -6,7 +6,8 @@ the ``Q`` elements (strided by the kept inner dims) that start where an index po
 copies a ``BLOCK_R x BLOCK_Q`` tile, so a contiguous row reads and writes in wide vectors.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import triton
 import triton.language as tl
@@ -15,10 +16,28 @@ from nbx_core.errors import ShapeError
 from nbx_core.ops import views as V
 from nbx_core.runtime.kernels.index_range import checked, flag_for, raise_if_flagged
 from nbx_core.runtime.kernels.indexing import block_indices, needs_int64, strided_offsets
-from nbx_core.runtime.launch import BACKEND, block_size, cdiv, launch, next_pow2
+from nbx_core.runtime.launch import block_size, cdiv, launch, next_pow2
+from nbx_core.runtime.tuning import Key, Tunable, bucket
 from nbx_core.shape import coalesce, numel, wrap_dim
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 from nbx_core.tensor.args import INDEX, check_dtype, tensor_arg
+
+
+def _tiles(rows: int, cols: int, q_cap: int, elements: int) -> dict[str, int]:
+    # Up to q_cap columns a tile, and as many rows as fill `elements`.
+    bq = min(next_pow2(cols), q_cap)
+    return {"BLOCK_R": max(1, min(next_pow2(rows), elements // bq)), "BLOCK_Q": bq, "num_warps": 4}
+
+
+TAKE_ROWS = Tunable(
+    "index", "take_rows", {"BLOCK_R": "pow2", "BLOCK_Q": "pow2", "num_warps": "pow2"},
+    key=lambda size, rows, cols: Key({"itemsize": size, "R": bucket(rows), "Q": bucket(cols)}),
+    rule=lambda size, rows, cols: _tiles(rows, cols, 1024 if size <= 2 else 512, 4096),
+    interpreter=lambda size, rows, cols: _tiles(rows, cols, 4096, 8192),
+    tables=Path(__file__).with_name("configs"))
+"""The row copy's tiles: BLOCK_R rows by BLOCK_Q columns a program, and its warps (on a GPU, 1024
+columns of 2-byte elements or 512 wider ones, 4096 elements a tile; the interpreter, paying per
+program, takes tiles twice as large). Arguments: the itemsize, the rows R and the columns Q."""
 
 
 @triton.jit
@@ -43,11 +62,12 @@ def _take_kernel(out_ptr, x_ptr, idx_ptr, flag_ptr, R, J, Q, idx_stride, size, m
 
 def take_rows(op: str, arg: str, x: NBXTensor, index: NBXTensor, size: int, mult: int,
               pre: tuple[Sequence[int], Sequence[int]], post: tuple[Sequence[int], Sequence[int]],
-              out_shape: Sequence[int]) -> NBXTensor:
+              out_shape: Sequence[int], config: Mapping[str, int] | None = None) -> NBXTensor:
     """Copy rows of ``x`` picked by the 1-D ``index``: ``out[p, j, q] = x[pre(p) + index[j]*mult + post(q)]``.
 
     ``pre``/``post`` are (shape, strides) of the kept outer and inner dims of ``x``; ``out_shape``
     is the result's shape (its numel is ``P*J*Q``). Index values are checked against ``size``.
+    ``config`` replaces the lookup of :data:`TAKE_ROWS`.
     """
     out = empty_tensor(out_shape, x.dtype, x.device)
     J, P, Q = index.numel(), numel(pre[0]), numel(post[0])
@@ -57,16 +77,12 @@ def take_rows(op: str, arg: str, x: NBXTensor, index: NBXTensor, size: int, mult
     flag = flag_for(x.device)
     pre_s, (pre_st,) = coalesce(*pre)
     post_s, (post_st,) = coalesce(*post)
-    if BACKEND == "cpu":
-        bq = min(next_pow2(Q), 4096)
-        br = max(1, min(next_pow2(R), 8192 // bq))
-    else:
-        bq = min(next_pow2(Q), 1024 if x.dtype.itemsize <= 2 else 512)
-        br = max(1, min(next_pow2(R), 4096 // bq))
+    cfg = TAKE_ROWS.choose(config, x.dtype.itemsize, R, Q)
+    br, bq = cfg["BLOCK_R"], cfg["BLOCK_Q"]
     big = needs_int64(R * Q, x, index) or R * Q > 2**31 - 1
     launch(_take_kernel, (cdiv(R, br), cdiv(Q, bq)), out, x, index, flag, R, J, Q, index.stride(0) if index.ndim else 0,
            size, mult, pre_s, pre_st, post_s, post_st, NPRE=len(pre_s), NPOST=len(post_s),
-            BLOCK_R=br, BLOCK_Q=bq, INT64=big, num_warps=4)
+            BLOCK_R=br, BLOCK_Q=bq, INT64=big, num_warps=cfg["num_warps"])
     raise_if_flagged(op, arg, flag, size)
     return out
 

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 # nbx_core.runtime.launch picks the backend, which must happen before Triton is first imported.
-from nbx_core.runtime.launch import BACKEND, cdiv, launch, next_pow2
+from nbx_core.runtime.launch import cdiv, launch, next_pow2
 
 # isort: split
 import triton
@@ -171,17 +171,21 @@ def _take_kernel(val_ptr, idx_ptr, x_ptr, k, n, x_row, x_step, BLOCK: tl.constex
 
 
 SORT = Tunable(
-    "index", "sort", {"CHUNK": "pow2", "CHUNK_WARPS": "pow2", "MERGE_BLOCK": "pow2", "MERGE_WARPS": "pow2"},
+    "index", "sort",
+    {"CHUNK": "pow2", "CHUNK_WARPS": "pow2", "MERGE_BLOCK": "pow2", "MERGE_WARPS": "pow2", "PROGRAM_KEYS": "pow2"},
     key=lambda size, n: Key({"itemsize": size, "N": bucket(n)}),
     rule=lambda size, n: {"CHUNK": 512, "CHUNK_WARPS": 4, "MERGE_BLOCK": 2048, "MERGE_WARPS": 4},
-    interpreter=lambda size, n: {"CHUNK": 16, "CHUNK_WARPS": 4, "MERGE_BLOCK": 2048, "MERGE_WARPS": 4},
-    tables=Path(__file__).with_name("configs"))
+    interpreter=lambda size, n: {"CHUNK": 16, "CHUNK_WARPS": 4, "MERGE_BLOCK": 2048, "MERGE_WARPS": 4,
+                                 "PROGRAM_KEYS": 4096},
+    optional=("PROGRAM_KEYS",), tables=Path(__file__).with_name("configs"))
 """The sort's launches. CHUNK: keys per in-register chunk sort (small on the interpreter, so that
 tests reach the merge and candidate passes); a longer chunk costs more per key in its sort and
 saves merge passes (configs/h200.json's source). CHUNK_WARPS: warps of a chunk sort of CHUNK keys
 (shorter rows' chunks take 4). MERGE_BLOCK: outputs per merge program, capped at two runs (on the
 interpreter that cap makes it 2 * CHUNK); a longer block spreads its two binary searches over more
-outputs. MERGE_WARPS: warps per merge program. Arguments: the itemsize and the row length."""
+outputs. MERGE_WARPS: warps per merge program. PROGRAM_KEYS (optional, default 1): the keys one
+chunk-sort program sorts, as whole chunks (at least one); the interpreter, paying per program,
+sorts 4096 keys a program, a GPU one chunk. Arguments: the itemsize and the row length."""
 
 _SUPPORTED = (D.bool_, D.uint8, D.int8, D.int16, D.int32, D.int64, D.float16, D.bfloat16, D.float32, D.float64)
 
@@ -229,10 +233,16 @@ def _sort_rows(vals: NBXTensor, idx: NBXTensor, src: NBXTensor, R: int, n: int, 
     launch(_unpack_kernel, (R, cdiv(k, block)), vals, idx, keys, src, k, width, row, step, BLOCK=block)
 
 
+def chunks_per_program(chunks: int, chunk: int, cfg: Mapping[str, int]) -> int:
+    """The chunks of ``chunk`` keys one chunk-sort program sorts, of ``chunks`` in all: as many as
+    ``cfg``'s PROGRAM_KEYS hold, at least one."""
+    return min(next_pow2(chunks), max(1, cfg.get("PROGRAM_KEYS", 1) // chunk))
+
+
 def _chunk_sort(out: NBXTensor, src: NBXTensor, n: int, R: int, nchunks: int, row: int, step: int, packed: bool,
                 desc: bool, chunk: int, keep: int, cfg: Mapping[str, int]) -> None:
     nv = R * nchunks
-    bv = min(next_pow2(nv), max(1, 4096 // chunk)) if BACKEND == "cpu" else 1
+    bv = chunks_per_program(nv, chunk, cfg)
     launch(_chunk_kernel, (cdiv(nv, bv),), out, src, n, nchunks, nv, row, out.shape[1], step, PACKED=packed,
            DESC=desc, CHUNK=chunk, KEEP=keep, BLOCK_V=bv, num_warps=cfg["CHUNK_WARPS"] if chunk >= cfg["CHUNK"] else 4)
 

@@ -1,5 +1,5 @@
 """nbx-index's sweeps (``nbx tune --family index``, ``benchmarks/sweep.py``): sort, topk,
-embedding_bag and multinomial.
+embedding_bag, multinomial and the row copy of index_select and embedding.
 
 A sort or topk shape is ``ROWSxN``, float32 rows of N elements. topk (k = 50, largest) tries the
 in-register select at 8, 16 and 32 warps; sort (ascending, whole rows) tries (chunk, chunk warps,
@@ -7,7 +7,9 @@ merge block, merge warps) around the shipped one: a longer chunk costs more per 
 passes. embedding_bag (``BAGSxPER_BAGxDIMxVOCAB``, sum mode, random indices) tries 64 to 1024 columns
 a program. multinomial (``ROWSxNxSAMPLES``, with replacement) tries (samples, categories) tiles
 around the rule's; each row has one positive weight, at a random place, so that the draws are
-known (that category, as torch draws too) while the kernel still walks the whole row.
+known (that category, as torch draws too) while the kernel still walks the whole row. The row copy
+(``ROWSxDIMxVOCAB``, index_select of random rows of a VOCABxDIM table) tries row and column tiles
+around the rule's.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from nbx_core.runtime.tuner import Case, Shape, Sweep, randn, sweep_shape
 from nbx_core.tensor import NBXTensor, empty_tensor, tensor
 
 from .embedding import EMBEDDING_BAG, bags
+from .gather import TAKE_ROWS, take_rows
 from .random import MULTINOMIAL, sample_rows
 from .sort import SORT, _sort_rows
 from .topk import TOPK, select_rows
@@ -96,7 +99,25 @@ def _multinomial_cases(shape: Shape, dtype: str) -> list[Case]:
                  ("multinomial", (p, samples, True)))]
 
 
+def _take_cases(shape: Shape, dtype: str) -> list[Case]:
+    sweep_shape(shape, "row copy", "ROWSxDIMxVOCAB", (3,))
+    rows, dim, vocab = shape
+    rng = np.random.default_rng(0)
+    table = randn((vocab, dim), dtype, rng)
+    index = tensor(rng.integers(0, vocab, rows), dtype=D.int64, device=table.device)
+
+    def run(cfg: dict[str, int] | None) -> NBXTensor:
+        return take_rows("aten::index_select", "index", table, index, vocab, table.stride(0), ((), ()),
+                         ((dim,), (table.stride(1),)), (rows, dim), config=cfg)
+
+    return [Case(f"index_select {'x'.join(map(str, shape))} {dtype}", (table.dtype.itemsize, rows, dim), run,
+                 [{"BLOCK_R": r, "BLOCK_Q": q, "num_warps": w}
+                  for r, q, w in [(8, 512, 4), (4, 1024, 4), (16, 256, 4), (8, 1024, 8), (16, 512, 8), (2, 2048, 8)]],
+                 ("index_select", (table, 0, index)))]
+
+
 SWEEPS = [Sweep(TOPK, [(4096, 32000)], _topk_cases, "ROWSxN (k = 50)", ("float32",)),
           Sweep(SORT, [(4096, 32000)], _sort_cases, "ROWSxN", ("float32",)),
           Sweep(EMBEDDING_BAG, [(4096, 32, 512, 100000)], _bag_cases, "BAGSxPER_BAGxDIMxVOCAB", ("float32",)),
-          Sweep(MULTINOMIAL, [(1024, 32000, 64)], _multinomial_cases, "ROWSxNxSAMPLES", ("float32",))]
+          Sweep(MULTINOMIAL, [(1024, 32000, 64)], _multinomial_cases, "ROWSxNxSAMPLES", ("float32",)),
+          Sweep(TAKE_ROWS, [(32768, 4096, 32000)], _take_cases, "ROWSxDIMxVOCAB", ("float32", "bfloat16"))]

@@ -11,6 +11,8 @@ torch supports float32 and float64 here, and so does NBX.
 """
 
 
+from collections.abc import Mapping
+from pathlib import Path
 
 import triton
 import triton.language as tl
@@ -18,8 +20,9 @@ from nbx_core import dtypes as D
 from nbx_core.errors import NbxValueError, ShapeError
 from nbx_core.ops.copy import fill_
 from nbx_core.runtime.kernels.indexing import needs_int64, strided_offsets
-from nbx_core.runtime.launch import BACKEND, cdiv, launch, next_pow2
+from nbx_core.runtime.launch import cdiv, launch, next_pow2
 from nbx_core.runtime.pointwise import tl_dtype
+from nbx_core.runtime.tuning import Key, Tunable, bucket
 from nbx_core.shape import broadcast_shapes, broadcast_strides, coalesce, numel
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 from nbx_core.tensor.args import number_arg, out_arg, same_dtype, tensor_arg
@@ -117,15 +120,31 @@ def _norm(p: float, use_mm: bool) -> int:
     return P_GENERAL.value
 
 
-def _blocks(p: int, r: int, m: int, norm: int) -> tuple[int, int, int, int]:
-    """BLOCK_P, BLOCK_R, BLOCK_M and num_warps; the direct norms hold a P x R x M block."""
-    if BACKEND == "cpu":
-        side = 64 if norm == P_TWO_MM.value else 32
-        return (min(max(16, next_pow2(p)), side), min(max(16, next_pow2(r)), side),
-                min(max(16, next_pow2(m)), side), 1)
+_NORM_NAMES = ("p0", "p1", "p2", "inf", "p", "mm")
+
+
+def _gpu_blocks(norm: int, size: int, p: int, r: int, m: int) -> dict[str, int]:
+    # The direct norms hold a P x R x M block in registers: small tiles; the matrix-product form's
+    # tl.dot takes 64 x 64 outputs, 32 features a step.
     if norm == P_TWO_MM.value:
-        return 64, 64, 32, 4
-    return 32, 32, 8, 4
+        return {"BLOCK_P": 64, "BLOCK_R": 64, "BLOCK_M": 32, "num_warps": 4}
+    return {"BLOCK_P": 32, "BLOCK_R": 32, "BLOCK_M": 8, "num_warps": 4}
+
+
+def _interpreter_blocks(norm: int, size: int, p: int, r: int, m: int) -> dict[str, int]:
+    # Few programs: each side up to 32 (64 for the matrix-product form), at least 16 as tl.dot needs.
+    side = 64 if norm == P_TWO_MM.value else 32
+    return {"BLOCK_P": min(max(16, next_pow2(p)), side), "BLOCK_R": min(max(16, next_pow2(r)), side),
+            "BLOCK_M": min(max(16, next_pow2(m)), side), "num_warps": 1}
+
+
+DISTANCE = Tunable(
+    "linalg", "distance", {"BLOCK_P": "pow2", "BLOCK_R": "pow2", "BLOCK_M": "pow2", "num_warps": "pow2"},
+    key=lambda norm, size, p, r, m: Key({"norm": _NORM_NAMES[norm], "itemsize": size, "P": bucket(p),
+                                         "R": bucket(r), "M": bucket(m)}),
+    rule=_gpu_blocks, interpreter=_interpreter_blocks, tables=Path(__file__).with_name("configs"))
+"""The distance kernel's tiles: BLOCK_P rows of x by BLOCK_R rows of y, BLOCK_M features a step, and
+its warps. Arguments: the norm (P_ZERO ... P_TWO_MM, as an int), the itemsize, and P, R and M."""
 
 
 DTYPES = frozenset({D.float32, D.float64})
@@ -161,17 +180,28 @@ def _cdist_forward(x1: NBXTensor, x2: NBXTensor, p: float, compute_mode: int | N
     use_mm = compute_mode == 1 or (compute_mode in (None, 0) and (rows1 > _MM_ROWS or rows2 > _MM_ROWS))
     # Triton 3.6 cannot compile a float64 tl.dot for sm_90: float64 takes the direct form (same values
     # up to float64 rounding).
-    norm = _norm(p, use_mm and x1.dtype is not D.float64)
+    return cdist_into(res, x1, x2, p, _norm(p, use_mm and x1.dtype is not D.float64))
+
+
+def cdist_into(res: NBXTensor, x1: NBXTensor, x2: NBXTensor, p: float, norm: int,
+               config: Mapping[str, int] | None = None) -> NBXTensor:
+    """Write the distances of the checked ``x1`` (*B1, P, M) and ``x2`` (*B2, R, M), M > 0, in ``norm``
+    (P_ZERO ... P_TWO_MM, as an int) into ``res`` (*B, P, R), not empty, and return it; ``config``
+    replaces the lookup of :data:`DISTANCE`."""
+    rows1, rows2, m = x1.shape[-2], x2.shape[-2], x1.shape[-1]
+    batch = tuple(res.shape[:-2])
     s1 = broadcast_strides(x1.shape, x1.stride(), (*batch, rows1, m))
     s2 = broadcast_strides(x2.shape, x2.stride(), (*batch, rows2, m))
     so = res.stride()
     nb = len(batch)
     bshape, (b1, b2, bo) = coalesce(batch, s1[:nb], s2[:nb], so[:nb])
-    bp, br, bm, warps = _blocks(rows1, rows2, m, norm)
+    cfg = DISTANCE.choose(config, norm, x1.dtype.itemsize, rows1, rows2, m)
+    bp, br = cfg["BLOCK_P"], cfg["BLOCK_R"]
     launch(_dist_kernel, (cdiv(rows1, bp), cdiv(rows2, br), numel(batch)), x1, x2, res, rows1, rows2, m,
            bshape, b1, b2, bo, s1[-2], s1[-1], s2[-2], s2[-1], so[-2], so[-1], p,
            NORM=norm, PDIST=False, ACC=tl_dtype(x1.dtype), BNDIM=len(bshape),
-           INT64=needs_int64(numel(shape), x1, x2, res), BLOCK_P=bp, BLOCK_R=br, BLOCK_M=bm, num_warps=warps)
+           INT64=needs_int64(res.numel(), x1, x2, res), BLOCK_P=bp, BLOCK_R=br, BLOCK_M=cfg["BLOCK_M"],
+           num_warps=cfg["num_warps"])
     return res
 
 
@@ -192,10 +222,11 @@ def _pdist_forward(self: NBXTensor, p: float = 2.0, *, out: NBXTensor | None = N
     if m == 0:
         return fill_(res, 0.0)
     norm = _norm(p, False)
-    bp, br, bm, warps = _blocks(n, n, m, norm)
+    cfg = DISTANCE.lookup(norm, self.dtype.itemsize, n, n, m)
+    bp, br = cfg["BLOCK_P"], cfg["BLOCK_R"]
     st = self.stride()
     launch(_dist_kernel, (cdiv(n, bp), cdiv(n, br), 1), self, self, res, n, n, m,
            (1,), (0,), (0,), (0,), st[0], st[1], st[0], st[1], 0, 0, p,
            NORM=norm, PDIST=True, ACC=tl_dtype(self.dtype), BNDIM=1, INT64=needs_int64(n * n, self, res),
-           BLOCK_P=bp, BLOCK_R=br, BLOCK_M=bm, num_warps=warps)
+           BLOCK_P=bp, BLOCK_R=br, BLOCK_M=cfg["BLOCK_M"], num_warps=cfg["num_warps"])
     return res

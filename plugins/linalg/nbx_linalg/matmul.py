@@ -38,8 +38,9 @@ from nbx_core.runtime.kernels.dot import dot_operand
 from nbx_core.runtime.kernels.indexing import needs_int64, strided_offsets
 from nbx_core.runtime.kernels.tickets import last_to_arrive, tickets
 from nbx_core.runtime.kernels.tiles import grouped_tile
-from nbx_core.runtime.launch import BACKEND, cdiv, launch, multiprocessors
+from nbx_core.runtime.launch import cdiv, launch, multiprocessors
 from nbx_core.runtime.pointwise import tl_dtype
+from nbx_core.runtime.traits import TRAITS
 from nbx_core.shape import broadcast_shapes, broadcast_strides, coalesce, contiguous_strides, numel, view_strides
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 from nbx_core.tensor.args import (
@@ -327,7 +328,7 @@ def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alp
     # pointer loads.
     tma = bool(cfg.pop("TMA", 0)) and use_dot and a.dtype in (D.float16, D.bfloat16) and k > 0 and split_k == 1 \
         and _tma_operand(a, a_st, a_bs, a_t) and _tma_operand(b, b_st, b_bs, b_t)
-    if not use_dot and BACKEND != "cpu":
+    if not use_dot and TRAITS.tiles_on_chip:
         bm, bn, bk = min(bm, 32), min(bn, 32), min(bk, 8)  # the broadcast product lives in registers
     # SPLIT_K slices of whole BLOCK_K steps (of the BLOCK_K the kernel runs).
     k_chunk = cdiv(cdiv(k, split_k), bk) * bk if k else bk

@@ -1,5 +1,5 @@
-"""nbx-linalg's sweeps (``nbx tune --family linalg``, ``benchmarks/sweep.py``): the GEMM's tiles
-and the LSTM cell's.
+"""nbx-linalg's sweeps (``nbx tune --family linalg``, ``benchmarks/sweep.py``): the GEMM's tiles,
+the LSTM cell's and the pairwise distance kernel's.
 
 A shape is ``MxNxK`` or ``BxMxNxK`` (a batch of products); each is tuned in two layouts: ``NN`` (mm
 or bmm) and ``NT`` (linear with a bias, W stored (N, K); for a batch, attention scores q @ k^T).
@@ -9,6 +9,10 @@ shape given on the command line tries :data:`nbx_linalg.configs.CANDIDATES`.
 
 An LSTM cell shape is ``BATCHxHIDDEN``: one step from random gates and state, tried at batch and
 hidden tiles around the shipped 16 x 64.
+
+A distance shape is ``PxRxM``: cdist of P rows against R rows of M features, in the Euclidean
+matrix-product form (p = 2, more than 25 rows) and a direct norm (p = 1), each tried at tiles around
+its rule's.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from nbx_core.runtime.tuning import Config
 from nbx_core.tensor import NBXTensor, empty_tensor
 
 from . import configs
+from .distance import DISTANCE, P_ONE, P_TWO_MM, cdist_into
 from .lstm import LSTM_CELL, cell
 from .matmul import gemm
 
@@ -130,5 +135,31 @@ def _cell_cases(shape: Shape, dtype: str) -> list[Case]:
                  ("lstm_cell", (x, [h0, c0], w_ih, w_hh, b_ih, b_hh)))]
 
 
+DISTANCE_CANDIDATES = {
+    P_TWO_MM.value: [{"BLOCK_P": p, "BLOCK_R": r, "BLOCK_M": m, "num_warps": w}
+                     for p, r, m, w in [(64, 64, 32, 4), (128, 64, 32, 4), (64, 128, 32, 4), (128, 128, 32, 8),
+                                        (64, 64, 64, 4)]],
+    P_ONE.value: [{"BLOCK_P": p, "BLOCK_R": r, "BLOCK_M": m, "num_warps": w}
+                  for p, r, m, w in [(32, 32, 8, 4), (16, 32, 8, 4), (32, 16, 16, 4), (32, 32, 4, 4), (64, 32, 4, 8)]],
+}
+
+
+def _distance_cases(shape: Shape, dtype: str) -> list[Case]:
+    sweep_shape(shape, "distance", "PxRxM", (3,))
+    rows1, rows2, m = shape
+    rng = np.random.default_rng(0)
+    x1, x2 = randn((rows1, m), dtype, rng), randn((rows2, m), dtype, rng)
+    res = empty_tensor((rows1, rows2), x1.dtype, x1.device)
+    name = f"{'x'.join(map(str, shape))} {dtype}"
+
+    def run(p: float, norm: int) -> Callable[[Config | None], NBXTensor]:
+        return lambda cfg: cdist_into(res, x1, x2, p, norm, config=cfg)
+
+    return [Case(f"cdist p={p:g} {name}", (norm, x1.dtype.itemsize, rows1, rows2, m), run(p, norm),
+                 DISTANCE_CANDIDATES[norm], ("cdist", (x1, x2, p)))
+            for p, norm in [(2.0, P_TWO_MM.value), (1.0, P_ONE.value)]]
+
+
 SWEEPS = [Sweep(configs.GEMM, list(SHAPE_CANDIDATES), _cases, "MxNxK, or BxMxNxK for a batch"),
-          Sweep(LSTM_CELL, [(64, 1024), (256, 2048)], _cell_cases, "BATCHxHIDDEN (one step)", ("float32",))]
+          Sweep(LSTM_CELL, [(64, 1024), (256, 2048)], _cell_cases, "BATCHxHIDDEN (one step)", ("float32",)),
+          Sweep(DISTANCE, [(4096, 4096, 128)], _distance_cases, "PxRxM (cdist, p = 2 and p = 1)", ("float32",))]
