@@ -13,9 +13,9 @@ from nbx_core.testing import numeric
 def test_each_backend_has_its_traits():
     cpu, cuda, aot = traits.traits("cpu"), traits.traits("cuda"), traits.traits("aot")
     assert cpu.interpreted and cpu.rounds_bf16_by_hand and cpu.widens_bf16_dot and cpu.runs_kernels
-    assert not (cpu.has_libdevice or cpu.has_inline_asm)
+    assert not (cpu.has_libdevice or cpu.has_inline_asm or cpu.tiles_on_chip)
     for gpu in (cuda, aot):
-        assert gpu.has_libdevice and gpu.has_inline_asm
+        assert gpu.has_libdevice and gpu.has_inline_asm and gpu.tiles_on_chip
         assert not (gpu.interpreted or gpu.rounds_bf16_by_hand or gpu.widens_bf16_dot)
     assert cuda.runs_kernels and not aot.runs_kernels
 
