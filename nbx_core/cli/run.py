@@ -125,6 +125,8 @@ def describe_plan(about: dict[str, Any]) -> str:
     patterns = about.get("patterns") or {}
     if patterns:
         lines[0] += ", fusion patterns " + ", ".join(f"{name} x{n}" for name, n in patterns.items())
+    if about.get("folded_batch_norms"):
+        lines[0] += f", {about['folded_batch_norms']} batch norms folded into convolutions"
     if not about.get("planned"):
         lines.append(f"  not planned: {about['reason']}; the program runs node by node")
         return "\n".join(lines)

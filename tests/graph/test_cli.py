@@ -11,7 +11,7 @@ import pytest
 
 from nbx_core import backend
 from nbx_core.cli import main
-from nbx_core.cli.run import statistics
+from nbx_core.cli.run import describe_plan, statistics
 from nbx_core.testing import numeric
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "encoder_block.nbx"
@@ -192,3 +192,9 @@ def test_run_plan_prints_the_execution_plan(capsys):
     assert "kernels: _gemm_kernel x4" in plan and "arena" in plan
     assert main(["run", str(EXAMPLE), "--plan", "--no-plan"]) == 0
     assert "not planned: planning is off" in capsys.readouterr().out
+
+
+def test_the_printed_plan_counts_folded_batch_norms():
+    about = {"nodes": 5, "patterns": {}, "folded_batch_norms": 2, "planned": False, "reason": "planning is off"}
+    assert describe_plan(about).splitlines()[0] == "plan: 5 nodes, 2 batch norms folded into convolutions"
+    assert describe_plan({**about, "folded_batch_norms": 0}).splitlines()[0] == "plan: 5 nodes"
