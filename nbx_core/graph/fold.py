@@ -82,16 +82,6 @@ def _with_arg(node: Node, pos: int, value: Any) -> Node:
     return dataclasses.replace(node, kwargs={**node.kwargs, name: value})
 
 
-def _refs(value: Any) -> list[str]:
-    if isinstance(value, Ref):
-        return [value.name]
-    if isinstance(value, list | tuple):
-        return [n for v in value for n in _refs(v)]
-    if isinstance(value, Mapping):
-        return [n for v in value.values() for n in _refs(v)]
-    return []
-
-
 def fold_batch_norms(graph: Graph, weights: Mapping[str, Any]) -> tuple[Graph, dict[str, Any], int]:
     """``graph`` and ``weights`` (by key) with each foldable convolution -> batch norm pair folded
     (see the module docstring), and how many pairs were folded."""
@@ -100,7 +90,7 @@ def fold_batch_norms(graph: Graph, weights: Mapping[str, Any]) -> tuple[Graph, d
     producer = {name: node for node in graph.nodes for name in node.outputs if name is not None}
     readers: dict[str, int] = {}
     for node in graph.nodes:
-        for name in _refs((node.args, node.kwargs)):
+        for name in node.reads():
             readers[name] = readers.get(name, 0) + 1
     kept = {o.name for o in graph.outputs} | mutated
     taken = set(specs) | {n for node in graph.nodes for n in node.outputs if n} | {s.name for s in graph.inputs}
@@ -166,7 +156,7 @@ def fold_batch_norms(graph: Graph, weights: Mapping[str, Any]) -> tuple[Graph, d
         return graph, dict(weights), 0
     nodes = [replaced.get(n.index, n) for n in graph.nodes if n.index not in dropped]
     nodes = [dataclasses.replace(n, index=i) for i, n in enumerate(nodes)]
-    used = {name for node in nodes for name in _refs((node.args, node.kwargs))} | kept
+    used = {name for node in nodes for name in node.reads()} | kept
     specs_after = [w for w in graph.weights if w.name in used] + new_specs
     keys = {w.key for w in specs_after}
     return (

@@ -129,8 +129,22 @@ class Node:
     kwargs: Mapping[str, Any]
     outputs: tuple[str | None, ...]
 
+    def reads(self) -> list[str]:
+        """The names of the values this node reads, in argument order (once per reference)."""
+        names: list[str] = []
+        _collect_refs((self.args, tuple(self.kwargs.values())), names)
+        return names
+
     def where(self, file: str | Path) -> str:
         return f"{file}: node {self.index} {self.name!r} ({self.op})"
+
+
+def _collect_refs(value: Any, names: list[str]) -> None:
+    if isinstance(value, Ref):
+        names.append(value.name)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _collect_refs(item, names)
 
 
 @dataclass(frozen=True)

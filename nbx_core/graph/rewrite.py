@@ -38,7 +38,7 @@ def rewrite(
     producer = {name: node for node in graph.nodes for name in node.outputs if name is not None}
     readers: dict[str, int] = {}
     for node in graph.nodes:
-        for name in _refs((node.args, tuple(node.kwargs.values()))):
+        for name in node.reads():
             readers[name] = readers.get(name, 0) + 1
     kept = {o.name for o in graph.outputs} | {m.value for m in graph.mutations} | {m.target for m in graph.mutations}
     taken: set[int] = set()
@@ -65,14 +65,6 @@ def rewrite(
     nodes = [replaced.get(n.index, n) for n in graph.nodes if n.index not in taken or n.index in replaced]
     nodes = [dataclasses.replace(n, index=i) for i, n in enumerate(nodes)]
     return dataclasses.replace(graph, nodes=tuple(nodes)), fusions[::-1]
-
-
-def _refs(value: Any) -> list[str]:
-    if isinstance(value, Ref):
-        return [value.name]
-    if isinstance(value, list | tuple):
-        return [n for v in value for n in _refs(v)]
-    return []
 
 
 class _Match:

@@ -48,14 +48,6 @@ if TYPE_CHECKING:
     from .plan import Plan, Unplanned
 
 
-def _uses(value: Any, out: list[str]) -> None:
-    if isinstance(value, Ref):
-        out.append(value.name)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            _uses(item, out)
-
-
 def plan_frees(graph: Graph) -> list[tuple[str, ...]]:
     """For each node, the values to drop once it has run: those it reads last, and its own
     results that nothing reads. Graph outputs, mutation sources, inputs and weights are kept."""
@@ -66,10 +58,7 @@ def plan_frees(graph: Graph) -> list[tuple[str, ...]]:
         for name in node.outputs:
             if name is not None:
                 last[name] = node.index
-        used: list[str] = []
-        _uses(node.args, used)
-        _uses(list(node.kwargs.values()), used)
-        for name in used:
+        for name in node.reads():
             last[name] = node.index
     frees: list[list[str]] = [[] for _ in graph.nodes]
     for name, index in last.items():

@@ -418,15 +418,9 @@ def _finite_float(text: str) -> float:
 
 def _first_user(graph: Graph, value: str) -> str:
     for node in graph.nodes:
-        if _uses(node.args, value) or _uses(list(node.kwargs.values()), value):
+        if value in node.reads():
             return f"first used by node {node.index} {node.name!r} ({node.op})"
     return "used by no node"
-
-
-def _uses(args: Any, value: str) -> bool:
-    if isinstance(args, Ref):
-        return args.name == value
-    return isinstance(args, list | tuple) and any(_uses(a, value) for a in args)
 
 
 def check_weights(graph: Graph, found: Mapping[str, tuple[str, tuple[int, ...]]], source: str) -> None:

@@ -392,7 +392,7 @@ def _epilogue_source(group: Group) -> str:
         body.append(f"    r{k} = tl.load(p{k} + {_offsets(ld, f'sh{k}', f'st{k}')}, mask=mask)")
     math, _ = _math(group, "idx.shape")
     unpack, at = [], 0
-    for name, value in _epilogue_values(group):
+    for name, value in _values(group):
         if type(value) is tuple:
             items = [f"epi[{at + i}]" for i in range(len(value))]
             unpack.append(f"    {name} = ({', '.join(items)}{',' if len(items) == 1 else ''})")
@@ -406,11 +406,10 @@ def _epilogue_source(group: Group) -> str:
     return "\n".join(head + unpack + body + math + store) + "\n"
 
 
-def _epilogue_values(group: Group) -> list[tuple[str, Any]]:
-    """The epilogue's values by the names its source gives them. A tuple (a shape, strides, an op's
-    parameters) is spread over as many entries of ``epi``: Triton 3.6 loses the entries it
-    specialised (ints equal to 1) of a tuple nested in an argument that a loop keeps live, and the
-    kernels taking epilogues reduce in loops."""
+def _values(group: Group) -> list[tuple[str, Any]]:
+    """The values a fused kernel or epilogue reads, by the names its source gives them: the output,
+    each load, the members' scalars and parameters. An epilogue takes them spread over ``epi``
+    (every tuple too, see :func:`_epilogue_args`); a fused kernel as its arguments."""
     values: list[tuple[str, Any]] = [("out_ptr", group.sink.arg), ("o_shape", tuple(group.sink.shape)),
                                      ("o_strides", tuple(group.sink.strides))]
     for k, ld in enumerate(group.loads):
@@ -422,9 +421,11 @@ def _epilogue_values(group: Group) -> list[tuple[str, Any]]:
 
 
 def _epilogue_args(group: Group) -> tuple:
-    """``epi``: the values of :func:`_epilogue_values`, with every tuple spread out."""
+    """``epi``: the values of :func:`_values`, with every tuple (a shape, strides, an op's parameters)
+    spread out. Triton 3.6 loses the entries it specialised (ints equal to 1) of a tuple nested in an
+    argument that a loop keeps live, and the kernels taking epilogues reduce in loops."""
     args: list[Any] = []
-    for _, value in _epilogue_values(group):
+    for _, value in _values(group):
         args.extend(value if type(value) is tuple else (value,))
     return tuple(args)
 
@@ -442,12 +443,10 @@ def _with_epilogue(group: Group, op: Launch) -> Launch:
 
 
 def _args(group: Group) -> tuple[list[Any], dict[str, Any]]:
-    args: list[Any] = [group.sink.arg, group.n, tuple(group.sink.shape), tuple(group.sink.strides)]
-    for ld in group.loads:
-        args += [ld.arg, tuple(ld.shape), tuple(ld.strides)]
-    for m in group.members:
-        args += [v for kind, v in m.operands if kind in ("float", "int")]
-    args += [m.sc for m in group.members]
+    """The fused kernel's arguments (its values, and the element count after the output) and its
+    constexprs and options."""
+    values = [value for _, value in _values(group)]
+    args: list[Any] = [values[0], group.n, *values[1:]]
     kwargs = {"BLOCK": group.block, "INT64": group.int64, "EVEN": group.n % group.block == 0,
               "num_warps": group.warps}
     return args, kwargs
