@@ -64,6 +64,100 @@ def is_contiguous(shape: Sequence[int], strides: Sequence[int]) -> bool:
     return True
 
 
+CHANNELS_LAST_ORDER = {4: (1, 3, 2, 0), 5: (1, 4, 3, 2, 0)}
+"""The dims of a channels-last (4-D) and channels-last-3d (5-D) tensor, innermost first."""
+
+
+def strides_in_order(shape: Sequence[int], order: Sequence[int]) -> tuple[int, ...]:
+    """Dense strides of ``shape`` with the dims of ``order`` innermost first (sizes multiplied as
+    they are, as torch does: a size-0 dim makes the outer strides 0)."""
+    strides = [0] * len(shape)
+    acc = 1
+    for d in order:
+        strides[d] = acc
+        acc *= shape[d]
+    return tuple(strides)
+
+
+def is_contiguous_in(shape: Sequence[int], strides: Sequence[int], order: Sequence[int]) -> bool:
+    """Whether the dims of ``order``, innermost first, are laid out densely (size-1 dims ignored)."""
+    expected = 1
+    for d in order:
+        if shape[d] != 1:
+            if strides[d] != expected:
+                return False
+            expected *= shape[d]
+    return True
+
+
+def non_overlapping_and_dense(shape: Sequence[int], strides: Sequence[int]) -> bool:
+    """torch's ``is_non_overlapping_and_dense``: some permutation of the dims is contiguous (an
+    empty tensor counts when it is contiguous)."""
+    if is_contiguous(shape, strides):
+        return True
+    expected = 1
+    for d in sorted((d for d in range(len(shape)) if shape[d] >= 2), key=lambda d: strides[d]):
+        if strides[d] != expected:
+            return False
+        expected *= shape[d]
+    return True
+
+
+def stride_order(shape: Sequence[int], *strides: Sequence[int]) -> list[int]:
+    """The dims of ``shape`` innermost first, as torch orders them for operands with these
+    (broadcast) strides: an insertion sort by stride, asking each operand in turn; a stride-0 dim
+    says nothing for its operand, and of two dims with equal strides the smaller goes inside."""
+    perm = list(range(len(shape) - 1, -1, -1))
+
+    def should_swap(a: int, b: int) -> int:
+        for st in strides:
+            if st[a] == 0 or st[b] == 0:
+                continue
+            if st[a] != st[b]:
+                return -1 if st[a] < st[b] else 1
+            if shape[a] > shape[b]:
+                return 1
+        return 0
+
+    for i in range(1, len(shape)):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = should_swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    return perm
+
+
+def result_strides(
+    shape: Sequence[int], operands: Sequence[tuple[Sequence[int], Sequence[int]]], scalars: bool = False
+) -> tuple[int, ...]:
+    """Strides of a new elementwise result of ``shape`` computed from tensor ``operands`` (shape,
+    strides), by torch's TensorIterator: the result is laid out as its operands are.
+
+    When every operand has the result's shape (and no number takes part, ``scalars``): all
+    contiguous gives contiguous, all channels-last gives channels-last, all dense with the same
+    strides gives those strides. Otherwise the dims are ordered by :func:`stride_order` over the
+    operands' broadcast strides, and the result is dense in that order.
+    """
+    shape = tuple(shape)
+    if operands and not scalars and all(tuple(s) == shape for s, _ in operands):
+        if all(is_contiguous(s, st) for s, st in operands):
+            return contiguous_strides(shape)
+        order = CHANNELS_LAST_ORDER.get(len(shape))
+        if order and all(is_contiguous_in(s, st, order) for s, st in operands):
+            return strides_in_order(shape, order)
+        first = tuple(operands[0][1])
+        if all(non_overlapping_and_dense(s, st) and tuple(st) == first for s, st in operands):
+            return first
+    perm = stride_order(shape, *(broadcast_strides(s, st, shape) for s, st in operands))
+    if perm == list(range(len(shape) - 1, -1, -1)):
+        return contiguous_strides(shape)
+    return strides_in_order(shape, perm)
+
+
 def check_shape(op: str, shape: Sequence[int], arg: str = "size") -> Shape:
     """A concrete shape: non-negative ints."""
     out = []
@@ -173,6 +267,15 @@ def broadcast_strides(shape: Sequence[int], strides: Sequence[int], target: Sequ
     for i in range(len(shape)):
         out[off + i] = 0 if (shape[i] == 1 and target[off + i] != 1) else strides[i]
     return tuple(out)
+
+
+def coalesce_in_memory_order(shape: Sequence[int], *strides: Sequence[int]) -> tuple[Shape, list[tuple[int, ...]]]:
+    """:func:`coalesce` after putting the dims in the order the first operand lays them out in
+    memory (outermost first; the other operands break ties), so that operands sharing any dense
+    layout (channels-last, transposed) walk as one dim. For elementwise work, which may visit
+    elements in any order."""
+    order = stride_order(shape, *strides)[::-1]
+    return coalesce(tuple(shape[d] for d in order), *(tuple(st[d] for d in order) for st in strides))
 
 
 def coalesce(shape: Sequence[int], *strides: Sequence[int]) -> tuple[Shape, list[tuple[int, ...]]]:

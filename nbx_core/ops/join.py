@@ -9,8 +9,8 @@ from ..errors import NbxTypeError, NbxValueError, ShapeError
 from ..shape import as_shape, wrap_dim
 from ..tensor import NBXTensor, check_device, empty_tensor
 from ..tensor.args import tensor_arg
-from . import views
-from .copy import clone, copy_
+from . import layout, views
+from .copy import _empty_strided, clone, copy_
 
 
 def _tensors(op: str, tensors: Sequence[NBXTensor]) -> list[NBXTensor]:
@@ -22,6 +22,13 @@ def _tensors(op: str, tensors: Sequence[NBXTensor]) -> list[NBXTensor]:
     for i, t in enumerate(out):
         tensor_arg(op, t, f"tensors[{i}]")
     return out
+
+
+def _joined_format(ts: Sequence[NBXTensor]) -> str:
+    """torch's memory format for a join: the inputs' suggested format when they all agree, else
+    contiguous."""
+    formats = {layout.suggest_memory_format(t) for t in ts}
+    return formats.pop() if len(formats) == 1 else layout.CONTIGUOUS
 
 
 def cat(tensors: Sequence[NBXTensor], dim: int = 0) -> NBXTensor:
@@ -52,7 +59,7 @@ def cat(tensors: Sequence[NBXTensor], dim: int = 0) -> NBXTensor:
         total += t.shape[d]
     shape = list(ref.shape)
     shape[d] = total
-    out = empty_tensor(shape, dtype, device)
+    out = _empty_strided(tuple(shape), layout.format_strides("cat", shape, _joined_format(ts)), dtype, device)
     start = 0
     for t in live:
         n = t.shape[d]

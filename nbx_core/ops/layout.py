@@ -18,7 +18,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import NbxTypeError, NbxValueError
-from ..shape import contiguous_strides, is_contiguous
+from ..shape import (
+    CHANNELS_LAST_ORDER,
+    contiguous_strides,
+    is_contiguous,
+    is_contiguous_in,
+    non_overlapping_and_dense,
+    stride_order,
+    strides_in_order,
+)
 from ..tensor import NBXTensor
 
 PRESERVE, CONTIGUOUS, CHANNELS_LAST, CHANNELS_LAST_3D = (
@@ -28,8 +36,7 @@ PRESERVE, CONTIGUOUS, CHANNELS_LAST, CHANNELS_LAST_3D = (
     "channels_last_3d",
 )
 MEMORY_FORMATS = (PRESERVE, CONTIGUOUS, CHANNELS_LAST, CHANNELS_LAST_3D)
-# The dims of a channels-last tensor from innermost to outermost.
-_CHANNELS_LAST_ORDER = {CHANNELS_LAST: (1, 3, 2, 0), CHANNELS_LAST_3D: (1, 4, 3, 2, 0)}
+_RANK = {CHANNELS_LAST: 4, CHANNELS_LAST_3D: 5}
 
 
 def _name(value: Any) -> str | None:
@@ -66,29 +73,10 @@ def format_strides(op: str, shape: Sequence[int], fmt: str) -> tuple[int, ...]:
     """The strides of a new tensor of ``shape`` in ``fmt`` (not ``preserve_format``)."""
     if fmt == CONTIGUOUS:
         return contiguous_strides(shape)
-    rank = len(_CHANNELS_LAST_ORDER[fmt])
+    rank = _RANK[fmt]
     if len(shape) != rank:
         raise NbxValueError(f"{op}: required rank {rank} tensor to use {fmt} format, got shape {tuple(shape)}")
-    # torch multiplies the sizes as they are here (a size-0 dim makes the outer strides 0).
-    strides = [0] * rank
-    acc = 1
-    for d in _CHANNELS_LAST_ORDER[fmt]:
-        strides[d] = acc
-        acc *= shape[d]
-    return tuple(strides)
-
-
-def non_overlapping_and_dense(shape: Sequence[int], strides: Sequence[int]) -> bool:
-    """torch's ``is_non_overlapping_and_dense``: some permutation of the dims is contiguous (an
-    empty tensor counts when it is contiguous)."""
-    if is_contiguous(shape, strides):
-        return True
-    expected = 1
-    for d in sorted((d for d in range(len(shape)) if shape[d] >= 2), key=lambda d: strides[d]):
-        if strides[d] != expected:
-            return False
-        expected *= shape[d]
-    return True
+    return strides_in_order(shape, CHANNELS_LAST_ORDER[rank])
 
 
 def dense_strides_like(t: NBXTensor) -> tuple[int, ...]:
@@ -96,26 +84,8 @@ def dense_strides_like(t: NBXTensor) -> tuple[int, ...]:
     shape, st = t.shape, t.stride()
     if non_overlapping_and_dense(shape, st):
         return tuple(st)
-    # torch's infer_dense_strides: an insertion sort, innermost dim first, where a stride-0 dim
-    # is ambiguous and keeps its place.
-    perm = list(range(t.ndim - 1, -1, -1))
-
-    def should_swap(a: int, b: int) -> int:
-        if st[a] == 0 or st[b] == 0:
-            return 0
-        if st[a] != st[b]:
-            return -1 if st[a] < st[b] else 1
-        return 1 if shape[a] > shape[b] else 0
-
-    for i in range(1, t.ndim):
-        d1 = i
-        for d0 in range(i - 1, -1, -1):
-            c = should_swap(perm[d0], perm[d1])
-            if c > 0:
-                perm[d0], perm[d1] = perm[d1], perm[d0]
-                d1 = d0
-            elif c < 0:
-                break
+    # torch's infer_dense_strides: the dims ordered by stride, sizes counted at least 1.
+    perm = stride_order(shape, st)
     strides = [0] * t.ndim
     acc = 1
     for d in perm:
@@ -132,7 +102,7 @@ def strides_for(op: str, t: NBXTensor, fmt: str) -> tuple[int, ...]:
 def _strides_like_channels_last(shape: Sequence[int], strides: Sequence[int]) -> bool:
     # torch's is_channels_last_strides_2d/3d: ambiguous layouts (N111, a trivial C) count as
     # contiguous.
-    order = _CHANNELS_LAST_ORDER[CHANNELS_LAST if len(shape) == 4 else CHANNELS_LAST_3D]
+    order = CHANNELS_LAST_ORDER[len(shape)]
     if strides[1] == 0:
         return False
     low = 0
@@ -157,12 +127,6 @@ def is_contiguous_as(t: NBXTensor, fmt: str) -> bool:
     """torch's ``is_contiguous(memory_format)``; ``preserve_format`` asks for row-major as torch does."""
     if fmt in (PRESERVE, CONTIGUOUS):
         return is_contiguous(t.shape, t.stride())
-    if t.ndim != len(_CHANNELS_LAST_ORDER[fmt]):
+    if t.ndim != _RANK[fmt]:
         return False
-    expected = 1
-    for d in _CHANNELS_LAST_ORDER[fmt]:
-        if t.shape[d] != 1:
-            if t.stride(d) != expected:
-                return False
-            expected *= t.shape[d]
-    return True
+    return is_contiguous_in(t.shape, t.stride(), CHANNELS_LAST_ORDER[t.ndim])

@@ -13,7 +13,9 @@ of extra scalars, and calls :func:`pointwise`::
 Operands are NBXTensors or Python numbers (up to four). Tensors broadcast together; numbers take
 part in type promotion by torch's rules (they do not widen a tensor's dtype within its category)
 and reach the math as values of the compute dtype. Half types and float8 compute in float32 and
-round once at the store. ``sc`` carries op parameters (alpha, slopes, bounds); Triton types a
+round once at the store. A new result is laid out as its operands are (torch's rule, in
+:func:`nbx_core.shape.result_strides`: channels-last in, channels-last out), and the kernel walks
+the elements in memory order. ``sc`` carries op parameters (alpha, slopes, bounds); Triton types a
 Python float parameter as float32, so an op that needs a float64-exact constant passes it as a
 number operand instead.
 """
@@ -28,7 +30,7 @@ import triton.language as tl
 
 from .. import dtypes as D
 from ..errors import NbxTypeError, NbxValueError
-from ..shape import broadcast_shapes, broadcast_strides, coalesce, contiguous_strides, numel
+from ..shape import broadcast_shapes, broadcast_strides, coalesce_in_memory_order, numel, result_strides
 from ..tensor import NBXTensor, check_device, new_storage
 from ..tensor.args import operand
 from .kernels.copy import cast_to
@@ -115,15 +117,14 @@ def check_castable(op: str, result: D.DType, out: D.DType) -> None:
 
 class _Plan:
     """What a pointwise call computes from its operands' metadata, kept per geometry (host time):
-    the result's shape, dtype and device, and a prepared launch whose varying arguments are the
+    the result's shape, strides, dtype and device, and a prepared launch whose varying arguments are the
     output, the operands and ``sc`` (``sources`` says where each comes from)."""
 
     __slots__ = ("shape", "strides", "nbytes", "result", "device", "n", "sources", "run")
 
-    def __init__(self, shape: tuple[int, ...], result: D.DType, device: Any, n: int,
+    def __init__(self, shape: tuple[int, ...], strides: tuple[int, ...], result: D.DType, device: Any, n: int,
                  sources: list[tuple[int, int]], run: Any) -> None:
-        self.shape, self.result, self.device, self.n = shape, result, device, n
-        self.strides = contiguous_strides(shape)
+        self.shape, self.strides, self.result, self.device, self.n = shape, strides, result, device, n
         self.nbytes = n * result.itemsize
         self.sources, self.run = sources, run
 
@@ -212,12 +213,15 @@ def _make_plan(op: str, fn: Any, operands: tuple, dtype: D.DType | None, compute
         check_castable(op, result, out.dtype)
         out_strides = out.stride()
     else:
-        out_strides = contiguous_strides(shape)
+        # Laid out as the operands are (torch's TensorIterator rule), so a channels-last or
+        # transposed input gives a result of the same layout, walked in memory order.
+        numbers = len(tensors) < len(operands)
+        out_strides = result_strides(shape, [(t.shape, t.stride()) for t in tensors], numbers)
     n = numel(shape)
     strides = [out_strides]
     for t in tensors:
         strides.append(broadcast_strides(t.shape, t.stride(), shape))
-    cshape, cstrides = coalesce(shape, *strides)
+    cshape, cstrides = coalesce_in_memory_order(shape, *strides)
     # Argument layout: out, n, shape, out strides, then (pointer, float, int, strides) per operand
     # slot, then sc. A slot without a tensor points at the output, which it never reads.
     args: list[Any] = [None, n, cshape, cstrides[0]]
@@ -253,7 +257,7 @@ def _make_plan(op: str, fn: Any, operands: tuple, dtype: D.DType | None, compute
         CONTIG=all(st == (1,) for st in cstrides), BLOCK=block, INT64=needs_int64(n, *reach),
         EVEN=n % block == 0, num_warps=cfg["num_warps"],
     )
-    return _Plan(shape, result, device, n, sources, run)
+    return _Plan(shape, out_strides, result, device, n, sources, run)
 
 
 class _Reach:

@@ -6,7 +6,7 @@ import triton
 import triton.language as tl
 
 from ... import dtypes as D
-from ...shape import broadcast_strides, coalesce
+from ...shape import broadcast_strides, coalesce_in_memory_order
 from ...tensor import NBXTensor, empty_tensor
 from ..launch import TRAITS, Prepared, block_size, cdiv, prepare
 from ..plans import PlanCache, geometry
@@ -74,7 +74,7 @@ _plans: PlanCache[Prepared] = PlanCache()
 def _plan(dst: NBXTensor, src: NBXTensor) -> Prepared:
     n = dst.numel()
     src_strides = broadcast_strides(src.shape, src.stride(), dst.shape)
-    shape, (dst_st, src_st) = coalesce(dst.shape, dst.stride(), src_strides)
+    shape, (dst_st, src_st) = coalesce_in_memory_order(dst.shape, dst.stride(), src_strides)
     block = block_size(n, gpu=2048)
     return prepare(_copy_kernel, (cdiv(n, block),), (None, None, n, shape, dst_st, src_st), (0, 1),
                    NDIM=len(shape), CONTIG=dst_st == src_st == (1,), BLOCK=block,

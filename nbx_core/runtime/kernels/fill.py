@@ -8,7 +8,7 @@ float argument would be typed float32 by Triton and lose float64 precision.
 import triton
 import triton.language as tl
 
-from ...shape import coalesce
+from ...shape import coalesce_in_memory_order
 from ...tensor import NBXTensor
 from ..launch import block_size, cdiv, launch
 from .copy import cast_to
@@ -54,7 +54,7 @@ def fill_into(dst: NBXTensor, value: bool | int | float) -> None:
     n = dst.numel()
     if n == 0:
         return
-    shape, (st,) = coalesce(dst.shape, dst.stride())
+    shape, (st,) = coalesce_in_memory_order(dst.shape, dst.stride())
     block = block_size(n, gpu=2048)
     f, i, is_float = _split(value)
     launch(_fill_kernel, (cdiv(n, block),), dst, f, i, n, shape, st, FLOAT=is_float, NDIM=len(shape),

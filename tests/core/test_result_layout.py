@@ -1,0 +1,100 @@
+"""The layout of new results against torch: elementwise results follow their operands' layout
+(TensorIterator's rule) and joins keep a memory format their inputs agree on."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from nbx_core.registry import get_registry
+from nbx_core.shape import result_strides
+from nbx_core.testing import from_torch, numeric, to_torch
+
+
+@st.composite
+def operand(draw, shape: tuple[int, ...]) -> torch.Tensor:
+    """A tensor broadcastable to ``shape``: some leading dims dropped, some dims of size 1, stored
+    in a random dim order, maybe sliced with a step."""
+    keep = draw(st.integers(0, len(shape)))
+    own = [1 if draw(st.integers(0, 3)) == 0 else s for s in shape[len(shape) - keep :]]
+    order = draw(st.permutations(range(len(own))))
+    step = draw(st.sampled_from([1, 1, 2])) if own else 1
+    stored = [own[d] * (step if i == len(order) - 1 else 1) for i, d in enumerate(order)]
+    t = torch.arange(int(np.prod(stored)), dtype=torch.float32).reshape(stored)
+    if step > 1:
+        t = t[..., ::step]
+    return t.permute(tuple(np.argsort(order).tolist()))
+
+
+layouts = (
+    st.lists(st.integers(0, 4), min_size=0, max_size=5)
+    .map(tuple)
+    .flatmap(lambda shape: st.tuples(st.just(shape), st.lists(operand(shape), min_size=1, max_size=3)))
+)
+
+
+@settings(max_examples=300)
+@given(layouts, st.booleans())
+def test_elementwise_result_strides_match_torch(case, number):
+    shape, ts = case
+    want = (ts[0] * 1.5 if number else torch.neg(ts[0])) if len(ts) == 1 else None
+    if len(ts) == 2:
+        want = ts[0] + ts[1] if not number else torch.addcmul(ts[0], ts[1], ts[1], value=2.0)
+    elif len(ts) == 3:
+        ts[0] = ts[0] > 3  # the condition is an operand of where, laid out by its own rule
+        want = torch.where(ts[0], ts[1], ts[2])
+    if want.shape != shape:
+        return  # the operands alone broadcast to a smaller shape
+    scalars = number and len(ts) == 1
+    got = result_strides(shape, [(tuple(t.shape), t.stride()) for t in ts], scalars)
+    assert got == want.stride(), (shape, [t.stride() for t in ts])
+
+
+@pytest.mark.parametrize(
+    "op,args",
+    [
+        ("aten::relu.default", lambda x, y: (x,)),
+        ("aten::add.Tensor", lambda x, y: (x, y)),
+        ("aten::mul.Tensor", lambda x, y: (x, 2.0)),
+        ("aten::sigmoid.default", lambda x, y: (x,)),
+    ],
+)
+@pytest.mark.parametrize("layout", ["channels_last", "transposed", "contiguous"])
+def test_elementwise_ops_keep_the_layout(op, args, layout):
+    base = torch.randn(2, 6, 5, 4)
+    x = {
+        "channels_last": base.contiguous(memory_format=torch.channels_last),
+        "transposed": base.transpose(1, 3),
+        "contiguous": base,
+    }[layout]
+    y = torch.randn(x.shape)
+    if layout == "channels_last":
+        y = y.contiguous(memory_format=torch.channels_last)
+    targs = args(x, y)
+    want = getattr(torch.ops.aten, op.split("::")[1].split(".")[0])(*targs)
+    got = get_registry().lookup(op)(*(from_torch(a) if isinstance(a, torch.Tensor) else a for a in targs))
+    assert tuple(got.stride()) == want.stride()
+    if numeric():
+        torch.testing.assert_close(to_torch(got), want)
+
+
+@pytest.mark.parametrize(
+    "fmts,want",
+    [
+        (("channels_last", "channels_last"), torch.channels_last),
+        (("channels_last", "contiguous"), torch.contiguous_format),
+        (("contiguous", "contiguous"), torch.contiguous_format),
+    ],
+)
+def test_cat_keeps_a_shared_memory_format(fmts, want):
+    fmt = {"channels_last": torch.channels_last, "contiguous": torch.contiguous_format}
+    ts = [torch.randn(2, c, 3, 4).contiguous(memory_format=fmt[f]) for c, f in zip((3, 5), fmts, strict=True)]
+    expected = torch.cat(ts, 1)
+    assert expected.is_contiguous(memory_format=want)
+    got = get_registry().lookup("aten::cat.default")([from_torch(t) for t in ts], 1)
+    assert tuple(got.stride()) == expected.stride()
+    if numeric():
+        torch.testing.assert_close(to_torch(got), expected)
