@@ -127,6 +127,8 @@ def describe_plan(about: dict[str, Any]) -> str:
         lines[0] += ", fusion patterns " + ", ".join(f"{name} x{n}" for name, n in patterns.items())
     if about.get("folded_batch_norms"):
         lines[0] += f", {about['folded_batch_norms']} batch norms folded into convolutions"
+    if about.get("channels_last_convolutions"):
+        lines[0] += f", {about['channels_last_convolutions']} convolutions on channels-last inputs"
     if not about.get("planned"):
         lines.append(f"  not planned: {about['reason']}; the program runs node by node")
         return "\n".join(lines)

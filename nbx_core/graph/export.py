@@ -399,6 +399,9 @@ class _Exporter:
                 raise ExportError(f"{where}: the output is {value!r}, not a tensor value")
             if spec.kind == OutputKind.USER_OUTPUT:
                 outputs.append(self._spec(value["ref"], out_node.meta["val"], where))
+                fmt = _channels_last_format(out_node.meta["val"])
+                if fmt:
+                    outputs[-1]["memory_format"] = fmt
             elif spec.kind == OutputKind.BUFFER_MUTATION:
                 mutations.append({"value": value["ref"], "kind": "buffer", "target": spec.target})
             elif spec.kind == OutputKind.USER_INPUT_MUTATION:
@@ -452,6 +455,16 @@ def _dtype_name(dtype: torch.dtype, where: str) -> str:
         return D.from_name(str(dtype)).name
     except NbxError as exc:
         raise ExportError(f"{where}: {exc}") from None
+
+
+def _channels_last_format(val: torch.Tensor) -> str | None:
+    """``channels_last`` or ``channels_last_3d`` when torch laid ``val`` out so (and not also
+    row-major), else None."""
+    formats = {4: ("channels_last", torch.channels_last), 5: ("channels_last_3d", torch.channels_last_3d)}
+    name, fmt = formats.get(val.dim(), (None, None))
+    if fmt is None or val.is_contiguous():
+        return None
+    return name if val.is_contiguous(memory_format=fmt) else None
 
 
 def _tied_key(stored: dict[tuple, str], tensor: torch.Tensor, kind: str, key: str) -> str:

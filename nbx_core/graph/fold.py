@@ -88,23 +88,13 @@ def fold_batch_norms(graph: Graph, weights: Mapping[str, Any]) -> tuple[Graph, d
     specs = {w.name: w for w in graph.weights}
     mutated = {m.target for m in graph.mutations} | {m.value for m in graph.mutations}
     producer = {name: node for node in graph.nodes for name in node.outputs if name is not None}
-    readers: dict[str, int] = {}
-    for node in graph.nodes:
-        for name in node.reads():
-            readers[name] = readers.get(name, 0) + 1
+    readers = graph.read_counts()
     kept = {o.name for o in graph.outputs} | mutated
-    taken = set(specs) | {n for node in graph.nodes for n in node.outputs if n} | {s.name for s in graph.inputs}
+    fresh = graph.fresh_names()
 
     def weight(value: Any) -> WeightSpec | None:
         spec = specs.get(value.name) if isinstance(value, Ref) else None
         return spec if spec is not None and spec.name not in mutated else None
-
-    def fresh(base: str) -> str:
-        name, i = base, 1
-        while name in taken:
-            name, i = f"{base}_{i}", i + 1
-        taken.add(name)
-        return name
 
     out_weights = dict(weights)
     new_specs: list[WeightSpec] = []

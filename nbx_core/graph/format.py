@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,11 +100,14 @@ class SymbolSpec:
 
 @dataclass(frozen=True)
 class TensorSpec:
-    """A declared graph input or output: dtype name and shape (ints and symbolic expressions)."""
+    """A declared graph input or output: dtype name and shape (ints and symbolic expressions); an
+    output also carries the memory format torch gave it (``channels_last``, ``channels_last_3d``,
+    else ``contiguous_format``)."""
 
     name: str
     dtype: str
     shape: tuple[int | Expr, ...]
+    memory_format: str = "contiguous_format"
 
 
 @dataclass(frozen=True)
@@ -172,6 +175,29 @@ class Graph:
     @property
     def file(self) -> Path:
         return self.path / GRAPH_FILE
+
+    def read_counts(self) -> dict[str, int]:
+        """Value name -> how many references the nodes make to it."""
+        counts: dict[str, int] = {}
+        for node in self.nodes:
+            for name in node.reads():
+                counts[name] = counts.get(name, 0) + 1
+        return counts
+
+    def fresh_names(self) -> Callable[[str], str]:
+        """A function that names new values, for passes that add nodes or weights: ``base``, else
+        ``base_1``, ``base_2``..., never a name the graph has or the function gave before."""
+        taken = {w.name for w in self.weights} | {s.name for s in self.inputs}
+        taken |= {n for node in self.nodes for n in node.outputs if n}
+
+        def fresh(base: str) -> str:
+            name, i = base, 1
+            while name in taken:
+                name, i = f"{base}_{i}", i + 1
+            taken.add(name)
+            return name
+
+        return fresh
 
     def op_counts(self) -> dict[str, int]:
         """How many nodes call each op name, in order of first use."""

@@ -4,7 +4,8 @@ A :class:`Program` resolves every op name through the registry when it is built,
 that needs a name nobody provides fails with one error listing each missing name and how many
 nodes use it, before any kernel runs. Where an installed fusion pattern matches (and fusion is on),
 the matched nodes become one node calling the pattern's op (:mod:`nbx_core.graph.rewrite`); before
-that, inference batch norms fold into the convolutions before them (:mod:`nbx_core.graph.fold`).
+that, inference batch norms fold into the convolutions before them (:mod:`nbx_core.graph.fold`) and
+convolutions take channels-last inputs (:mod:`nbx_core.graph.layout`).
 
 The first run of each input signature goes node by node and is recorded into an execution plan
 (:mod:`nbx_core.graph.plan`); later runs of the signature replay the plan. Node by node, each
@@ -40,6 +41,7 @@ from .aliases import VIEW_OPS, is_in_place
 from .capture import CapturedProgram, capture
 from .fold import fold_batch_norms
 from .format import DeviceArg, Graph, Node, Ref, Sym, TensorSpec
+from .layout import channels_last_convolutions
 from .rewrite import Fusion, rewrite
 from .symbolic import Expr
 
@@ -165,8 +167,10 @@ class Program:
         self._registry = registry if registry is not None else get_registry()
         self.fusions: list[Fusion] = []
         self.folded_batch_norms = 0
+        self.channels_last_convolutions = 0
         if fusion:
             graph, weights, self.folded_batch_norms = fold_batch_norms(graph, weights)
+            graph, weights, self.channels_last_convolutions = channels_last_convolutions(graph, weights)
             graph, self.fusions = rewrite(graph, self._registry.patterns(), self._registry.provides)
         self.graph = graph
         self.planning = planning
@@ -342,7 +346,8 @@ class Program:
         from .plan import Plan
 
         about: dict[str, Any] = {"nodes": len(self.graph.nodes), "patterns": _pattern_counts(self.fusions),
-                                 "folded_batch_norms": self.folded_batch_norms}
+                                 "folded_batch_norms": self.folded_batch_norms,
+                                 "channels_last_convolutions": self.channels_last_convolutions}
         if not self.planning:
             return about | {"planned": False, "reason": "planning is off (planning=False)"}
         plan = self.plan_for(*args, **kwargs)

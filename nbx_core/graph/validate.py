@@ -246,6 +246,23 @@ def _tensor_specs(raw: Any, key: str, file: Path, symbols: Mapping[str, SymbolSp
     return out
 
 
+_OUTPUT_FORMATS = {"contiguous_format": None, "channels_last": 4, "channels_last_3d": 5}
+
+
+def _memory_format(spec: Mapping[str, Any], rank: int, where: str) -> str:
+    """An output's optional ``memory_format``: one of :data:`_OUTPUT_FORMATS`, for its rank."""
+    fmt = spec.get("memory_format", "contiguous_format")
+    if fmt not in _OUTPUT_FORMATS:
+        raise _fail(GraphFormatError, where, f"memory_format {_show(fmt)} is not one of {', '.join(_OUTPUT_FORMATS)}")
+    if _OUTPUT_FORMATS[fmt] not in (None, rank):
+        raise _fail(
+            GraphFormatError,
+            where,
+            f"memory_format {fmt!r} needs a rank-{_OUTPUT_FORMATS[fmt]} output, this one has rank {rank}",
+        )
+    return fmt
+
+
 def parse_document(doc: Any, path: Path) -> Graph:
     """Validate a parsed graph.json (``path`` is the graph directory, named in errors)."""
     file = path / GRAPH_FILE
@@ -335,9 +352,12 @@ def parse_document(doc: Any, path: Path) -> Graph:
         nodes.append(Node(i, name, op, args, kwargs, names))
 
     outputs = []
-    for name, dtype, shape in _tensor_specs(_get(doc, "outputs", list, str(file)), "outputs", file, symbols):
+    raw_outputs = _get(doc, "outputs", list, str(file))
+    for raw, (name, dtype, shape) in zip(
+        raw_outputs, _tensor_specs(raw_outputs, "outputs", file, symbols), strict=True
+    ):
         decoder.reference(name, f"{file}: output {name!r}")
-        outputs.append(TensorSpec(name, dtype, shape))
+        outputs.append(TensorSpec(name, dtype, shape, _memory_format(raw, len(shape), f"{file}: output {name!r}")))
     mutations = []
     buffers = {w.key for w in weights if w.kind == "buffer"}
     input_names = {s.name for s in inputs}

@@ -128,6 +128,15 @@ def contiguous(self: NBXTensor, memory_format: Any = None) -> NBXTensor:
     return clone(self, memory_format=fmt)
 
 
+def channels_last(self: NBXTensor) -> NBXTensor:
+    """``nbx::channels_last``: ``self`` in the channels-last memory format when it is 4-D
+    (channels_last_3d when 5-D), else ``self``. The graph planner puts convolution inputs in this
+    layout (:mod:`nbx_core.graph.layout`); like ``contiguous``, it copies only when it must."""
+    tensor_arg("nbx::channels_last", self, "self")
+    fmt = {4: formats.CHANNELS_LAST, 5: formats.CHANNELS_LAST_3D}.get(self.ndim)
+    return self if fmt is None else contiguous(self, memory_format=fmt)
+
+
 def _empty_strided(shape: tuple[int, ...], strides: tuple[int, ...], dtype: D.DType, device: Device) -> NBXTensor:
     if strides == contiguous_strides(shape):
         return empty_tensor(shape, dtype, device)

@@ -80,3 +80,4 @@ def nbx_register_kernels(registry) -> None:
         "sequence": ["_pack_padded_sequence"],
     }
     registry.register_modules({f"nbx_core.ops.{m}": [f"aten::{n}" for n in names] for m, names in groups.items()})
+    registry.register("nbx::channels_last", "nbx_core.ops.copy:channels_last")

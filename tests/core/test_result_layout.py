@@ -98,3 +98,26 @@ def test_cat_keeps_a_shared_memory_format(fmts, want):
     assert tuple(got.stride()) == expected.stride()
     if numeric():
         torch.testing.assert_close(to_torch(got), expected)
+
+
+@pytest.mark.parametrize(
+    "shape,fmt",
+    [
+        ((2, 3, 4, 5), torch.channels_last),
+        ((2, 3, 2, 4, 5), torch.channels_last_3d),
+    ],
+)
+def test_channels_last_copies_into_the_channels_last_format(shape, fmt):
+    channels_last = get_registry().lookup("nbx::channels_last")
+    x = torch.randn(shape)
+    got = channels_last(from_torch(x))
+    assert tuple(got.stride()) == x.contiguous(memory_format=fmt).stride()
+    if numeric():
+        torch.testing.assert_close(to_torch(got), x)
+    # A tensor that already is channels-last comes back as it is, as contiguous() would.
+    assert channels_last(got) is got
+
+
+def test_channels_last_passes_other_ranks_through():
+    x = from_torch(torch.randn(3, 4, 5))  # an unbatched conv2d input
+    assert get_registry().lookup("nbx::channels_last")(x) is x

@@ -198,3 +198,10 @@ def test_the_printed_plan_counts_folded_batch_norms():
     about = {"nodes": 5, "patterns": {}, "folded_batch_norms": 2, "planned": False, "reason": "planning is off"}
     assert describe_plan(about).splitlines()[0] == "plan: 5 nodes, 2 batch norms folded into convolutions"
     assert describe_plan({**about, "folded_batch_norms": 0}).splitlines()[0] == "plan: 5 nodes"
+
+
+def test_the_printed_plan_counts_channels_last_convolutions():
+    about = {"nodes": 9, "patterns": {}, "folded_batch_norms": 2, "channels_last_convolutions": 3, "planned": False,
+             "reason": "planning is off"}
+    assert describe_plan(about).splitlines()[0] == (
+        "plan: 9 nodes, 2 batch norms folded into convolutions, 3 convolutions on channels-last inputs")

@@ -62,7 +62,7 @@ from nbx_core.runtime.kernels.tiles import grouped_tile
 from nbx_core.runtime.pointwise import tl_dtype
 from nbx_core.runtime.traits import TRAITS
 from nbx_core.runtime.tuning import Key, Tunable, bucket
-from nbx_core.shape import numel
+from nbx_core.shape import non_overlapping_and_dense, numel
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 from nbx_core.tensor.args import (
     FLOATING,
@@ -340,27 +340,25 @@ def _conv_kernel(
 class _ConvEpilogue:
     """How nbx_core.fusion hands ``_conv_kernel`` an elementwise epilogue (``EPI``): a launch that
     stores its result itself (no split reduction), without a float64 accumulator, into a dense
-    contiguous output (the element offsets it computes are then the dense indices), takes one.
+    output from offset 0 (contiguous or channels-last) takes one. The offsets the kernel computes
+    are then the elements' memory positions, which is the index fusion walks the result by.
 
     Only epilogues whose operands sit at the output's own indices (a residual, not batch norm's
     per-channel vectors): finding a broadcast operand's element costs integer divisions for every
     element of the tile, which outweigh a 1x1 or 3x3 convolution's own math, so those chains run as
     one generated elementwise kernel after the convolution instead."""
 
-    OUT, OUT_SIZES, OUT_STRIDES, EPI_ARG = 3, slice(8, 11), slice(27, 32), 41
+    OUT, EPI_ARG = 3, 41
     strided_loads = False
 
     def output(self, args: Sequence[Any], kwargs: dict[str, Any]) -> tuple[int, int] | None:
         """(position of the output argument, its element count), or None: no epilogue here."""
-        out, m = args[self.OUT], args[4]
-        od, oh, ow = args[self.OUT_SIZES]
-        son, sok, sod, soh, sow = args[self.OUT_STRIDES]
-        plane = od * oh * ow
-        if kwargs["PARTIAL"] or kwargs["MODE"] == 2 or out.offset != 0 or (sow, soh) != (1, ow):
+        out = args[self.OUT]
+        if kwargs["PARTIAL"] or kwargs["MODE"] == 2 or out.offset != 0:
             return None
-        if (od > 1 and sod != oh * ow) or sok != plane or son % plane != 0:
+        if not non_overlapping_and_dense(out.shape, out.strides):
             return None
-        return self.OUT, m * (son // plane)
+        return self.OUT, numel(out.shape)
 
     def attach(self, args: Sequence[Any], kwargs: dict[str, Any], fn: Any, epi: tuple) -> tuple[list, dict]:
         """The launch's arguments with ``fn`` as its epilogue, taking ``epi``."""
