@@ -6,9 +6,10 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from nbx_reduction.engine import plan
 
 from nbx_core.errors import NbxError
-from nbx_core.testing import check_op, check_raises, layouts, make, run_op
+from nbx_core.testing import check_op, check_raises, from_torch, layouts, make, run_op
 
 FLOATS = ["float32", "float16", "bfloat16", "float64"]
 INTS = ["int32", "int64", "uint8", "int8", "bool"]
@@ -148,3 +149,15 @@ def test_bad_inputs() -> None:
         run_op("aten::sum", make((3,), "complex64"))
     with pytest.raises(NbxError, match="NBXTensor"):
         run_op("aten::sum.dim_IntList", "x", [0])
+
+
+@pytest.mark.parametrize("dim", [[2, 3], [1], [1, 2, 3], [0, 2]])
+def test_channels_last_inputs_reduce_in_place(dim) -> None:
+    # A channels-last (N, C, H, W) over H and W is (N, H*W, C) in place, with the values of torch.
+    x = torch.randn(2, 6, 3, 5).contiguous(memory_format=torch.channels_last)
+    # Reduced dims keep their logical order (a flat index of the arg ops counts in it), so C, H, W
+    # of channels-last, stored H, W, C, is made contiguous first.
+    in_place = plan(from_torch(x), tuple(sorted(d % 4 for d in dim))).order is None
+    assert in_place == (dim != [1, 2, 3])
+    check_op("aten::mean.dim", x, dim, False, rtol=1e-5, atol=1e-5)
+    check_op("aten::sum.dim_IntList", x, dim, True, rtol=1e-5, atol=1e-5)

@@ -419,26 +419,29 @@ def _merge(shape: list[int], strides: list[int]) -> tuple[int, int] | None:
 
 
 def plan(x: NBXTensor, dims: tuple[int, ...]) -> Plan:
-    """View ``x`` as (kept dims before the last reduced one, reduced dims, kept dims after it)."""
+    """View ``x`` as (outer kept dims, reduced dims, inner kept dims), in place where its strides
+    allow."""
     if x.ndim == 0:
         return Plan(x, 1, 1, 1, 0, 0, 0)
     red = sorted(dims)
     last = red[-1] if red else x.ndim
-    outer = [d for d in range(x.ndim) if d not in red and d < last]
-    inner = [d for d in range(x.ndim) if d not in red and d > last]
-    t, order = x, None
-    for _ in range(2):
-        groups = []
-        for g in (outer, red, inner):
-            groups.append(_merge([t.shape[d] for d in g], [t.stride(d) for d in g]))
+    kept = [d for d in range(x.ndim) if d not in red]
+    before = sum(d < last for d in kept)
+    # The kept dims split into outer and inner ones anywhere (their logical order is the result's
+    # either way), first around the reduced dims: a channels-last (N, C, H, W) reduced over H and W
+    # is (N, H*W, C) in place.
+    for cut in [before] + [c for c in range(len(kept) + 1) if c != before]:
+        groups = [_merge([x.shape[d] for d in g], [x.stride(d) for d in g]) for g in (kept[:cut], red, kept[cut:])]
         if all(g is not None for g in groups):
-            (O, so), (K, sk), (I, si) = groups
-            return Plan(t, O, K, I, so, sk, si, order)
-        order = tuple(outer + red + inner)
-        t = C.contiguous(V.permute(x, order))
-        outer, red, inner = (list(range(len(outer))), list(range(len(outer), len(outer) + len(red))),
-                             list(range(len(outer) + len(red), x.ndim)))
-    raise AssertionError("a contiguous tensor always merges")
+            (O, so), (K, sk), (I, si) = groups  # type: ignore[misc]
+            return Plan(x, O, K, I, so, sk, si, None)
+    # Else the permuted input is made contiguous, (outer kept dims, reduced dims, inner kept dims).
+    order = (*kept[:before], *red, *kept[before:])
+    t = C.contiguous(V.permute(x, order))
+    K = math.prod(x.shape[d] for d in red)
+    I = math.prod(x.shape[d] for d in kept[before:])
+    O = math.prod(x.shape[d] for d in kept[:before])
+    return Plan(t, O, K, I, K * I, I, 1, order)
 
 
 def identity(op: int, acc: D.DType) -> float | int:
