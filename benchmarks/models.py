@@ -194,8 +194,14 @@ def bench_case(key: str, reps: int, folder: Path, ways: tuple[str, ...] = WAYS, 
     torch.cuda.synchronize()
     row["nbx_peak_mb"] = round((nbx_cuda.memory_in_use()[1] - before) / 2**20, 1)
     row["error"] = _rel_error(got, want)
+    before_graph = nbx_cuda.memory_in_use()[0]
     graph = nbx_core.load(path)
-    got_graph = graph(**inputs)
+    graph(**inputs)  # recorded, then captured as a CUDA graph
+    torch.cuda.synchronize()
+    nbx_cuda.reset_peak()
+    got_graph = graph(**inputs)  # a replay of the graph
+    torch.cuda.synchronize()
+    row["nbx_graph_peak_mb"] = round((nbx_cuda.memory_in_use()[1] - before_graph) / 2**20, 1)
     row["error_graph"] = _rel_error(got_graph, want)
     row["plan"] = {k: v for k, v in plain.describe(**inputs).items() if k != "kernels"}
 

@@ -1,6 +1,7 @@
 """A plan replayed as one CUDA graph.
 
-The graph is captured over memory of its own: copies of the inputs' bytes and the outputs' storages.
+The graph is captured over memory of its own: copies of the inputs' bytes, and one block for the
+temporaries and the outputs' storages (:meth:`Plan._graph_storages`).
 A run copies each input into that memory, launches the graph, and copies each output storage out
 into fresh memory, so callers may keep what a run returns. Everything is queued on the current
 stream; the graph's private capture stream is used only while capturing.
@@ -22,12 +23,13 @@ _ids = itertools.count(1 << 30)
 
 
 class PlanGraph:
-    """``plan`` captured as a CUDA graph on copies of ``inputs``; :meth:`replay` runs it."""
+    """``plan`` captured as a CUDA graph on copies of ``inputs``, its temporaries, weights and
+    output copies in ``storages`` (by storage index); :meth:`replay` runs it."""
 
-    def __init__(self, plan: Any, inputs: Sequence[NBXTensor]) -> None:
+    def __init__(self, plan: Any, inputs: Sequence[NBXTensor], storages: Sequence[Any]) -> None:
         driver = _cuda._driver()
         self.plan = plan
-        self.static: list[Any] = list(plan._memory_here().storages)
+        self.static: list[Any] = list(storages)
         self.copies_in: list[tuple[int, int, int]] = []  # (storage index, first byte, bytes)
         for index, pos in plan.inputs:
             t = inputs[pos]
@@ -39,8 +41,6 @@ class PlanGraph:
             )
             self.static[index] = allocate(lo + extent, plan.device)
             self.copies_in.append((index, lo, extent))
-        for index, nbytes, zero in plan.fresh:
-            self.static[index] = allocate(nbytes, plan.device, zero=zero)
         self.copies_out = [(index, nbytes) for index, nbytes, _ in plan.fresh]
         stream = _cuda.check(driver.cuStreamCreate(1), "cuStreamCreate")  # 1: non-blocking
         mode = driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL

@@ -136,6 +136,9 @@ class Plan:
         offsets, self.arena_bytes = _arena.place(
             [storages[i].nbytes for i in temps], [(first[i], last[i] + 1) for i in temps]
         )
+        self._lifetimes = {i: (first[i], last[i] + 1) for i in temps}
+        self._lifetimes.update({i: (first.get(i, 0), len(self.ops)) for i, _, _ in self.fresh})
+        self._nbytes = {i: storages[i].nbytes for i in self._lifetimes}
         self.slots = {index: (off, storages[index].nbytes) for index, off in zip(temps, offsets, strict=True)}
         self._fresh_zeroed = frozenset(index for index, _, zero in self.fresh if zero)
         self.nstorages = len(storages)
@@ -143,18 +146,20 @@ class Plan:
         self._lock = threading.Lock()
         self.descriptor_blocks: dict[int, Any] = {}  # tensor-descriptor memory of the launches, by size
         self.cuda_graph: Any = None
+        self.graph_bytes = 0  # the CUDA graph's block (temporaries and output copies), once captured
 
     # -- running -------------------------------------------------------------------------------------
     def run(self, inputs: Sequence[NBXTensor]) -> list[NBXTensor]:
         """Launch the plan on ``inputs`` (tensors of the planned signature); the outputs, fresh."""
         with self._lock:
-            mem = self._memory_here()
-            st = list(mem.storages)
+            graph = self.cuda_graph is not None
+            mem = None if graph else self._memory_here()
+            st = [None] * self.nstorages if mem is None else list(mem.storages)
             for index, pos in self.inputs:
                 st[index] = inputs[pos]._storage
             for index, nbytes, zero in self.fresh:
-                st[index] = allocate(nbytes, self.device, zero=zero)
-            if self.cuda_graph is not None:
+                st[index] = allocate(nbytes, self.device, zero=zero and not graph)  # a graph copies all bytes out
+            if mem is None:
                 self.cuda_graph.replay(st)
             elif BACKEND == "cuda":
                 from ..runtime.kernels.descriptors import descriptor_memory
@@ -184,7 +189,24 @@ class Plan:
         if BACKEND != "cuda":
             raise GraphError("CUDA graphs need the cuda backend")
         with self._lock:
-            self.cuda_graph = PlanGraph(self, inputs)
+            self.cuda_graph = PlanGraph(self, inputs, self._graph_storages())
+
+    def _graph_storages(self) -> list[Any]:
+        """The storages a CUDA graph of the plan runs on: the weights, and one block holding the
+        temporaries and the outputs' copies. An output's copy lives from its first write to the end
+        of the run, so temporaries that die before that reuse its bytes (a language model's logits
+        hold most of the run's temporaries before the last matrix product writes them)."""
+        indices = list(self._lifetimes)
+        offsets, self.graph_bytes = _arena.place(
+            [self._nbytes[i] for i in indices], [self._lifetimes[i] for i in indices]
+        )
+        block = allocate(max(self.graph_bytes, 1), self.device)
+        storages: list[Any] = [None] * self.nstorages
+        for index, off in zip(indices, offsets, strict=True):
+            storages[index] = _sub_storage(block, off, self._nbytes[index])
+        for index, ref in self.const.items():
+            storages[index] = ref
+        return storages
 
     def _memory_here(self) -> _Memory:
         key = _stream_key()
@@ -208,6 +230,7 @@ class Plan:
             "arena_bytes": self.arena_bytes,
             "temporaries": len(self.slots),
             "cuda_graph": self.cuda_graph is not None,
+            **({"cuda_graph_bytes": self.graph_bytes} if self.cuda_graph is not None else {}),
             **({"cuda_graph_reason": self.graph_reason} if self.graph_reason else {}),
         }
 

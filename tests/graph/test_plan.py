@@ -240,3 +240,35 @@ def test_an_epilogue_takes_its_shapes_and_strides_spread_out(tmp_path):
     epi = next(a for a in fused[0].args if type(a) is tuple and len(a) > 4)
     assert not any(type(v) is tuple for v in epi), epi
     assert any(epi[i : i + 2] == (0, 1) for i in range(len(epi) - 1)), epi  # the bias's strides, spread
+
+
+class _Head(torch.nn.Module):
+    """Small temporaries, then one wide output: a language model's last layers in miniature."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b, self.head = torch.nn.Linear(64, 64), torch.nn.Linear(64, 64), torch.nn.Linear(64, 512)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(torch.nn.functional.gelu(self.b(torch.relu(self.a(x)))))
+
+
+def test_a_cuda_graphs_block_reuses_the_outputs_bytes_without_overlapping_live_values(tmp_path):
+    x = torch.randn(32, 64)
+    prog = load(export_module(_Head().eval(), (x,), tmp_path / "head.nbx"), device=kernel_device_type())
+    prog(x)
+    plan = prog.plan_for(x)
+    storages = plan._graph_storages()  # the layout a CUDA graph captures over (here on host memory)
+
+    def address(storage) -> int:
+        return storage.ptr if hasattr(storage, "ptr") else storage.array.__array_interface__["data"][0]
+
+    spans = {i: (address(storages[i]), storages[i].nbytes) for i in plan._lifetimes}
+    for i, j in ((i, j) for i in spans for j in spans if i < j):
+        (a, n), (b, m) = spans[i], spans[j]
+        (s0, e0), (s1, e1) = plan._lifetimes[i], plan._lifetimes[j]
+        if s0 < e1 and s1 < e0:
+            assert a + n <= b or b + m <= a, (i, j)
+    out_bytes = sum(nbytes for _, nbytes, _ in plan.fresh)
+    assert out_bytes == 32 * 512 * 4
+    assert plan.graph_bytes < plan.arena_bytes + out_bytes  # temporaries reused the output's bytes
