@@ -5,7 +5,8 @@ node by node under a :class:`~nbx_core.trace.Recorder`. What it records becomes 
 
 - every launch with its arguments bound: the host work that chose them (argument checks,
   broadcasting, type promotion, tile choices, views) is not repeated;
-- the temporary buffers placed in one arena from their lifetimes (:mod:`nbx_core.arena`);
+- the temporary buffers placed in one arena from their lifetimes (:mod:`nbx_core.arena`), or in
+  the bytes of an output that is written after they die;
 - the outputs allocated fresh at every run, so a caller may keep them.
 
 A later run of the signature binds the inputs and launches. On the cuda backend the launches go
@@ -32,6 +33,9 @@ from ..runtime.trace import Launch, TensorArg, Trace, Zero, bind, tensor_args
 from ..tensor import NBXTensor
 from .bound import BoundOps
 from .cudagraph import PlanGraph
+
+HOSTED_MIN_BYTES = 8 << 20
+"""The arena bytes a run must save before outputs host temporaries (:meth:`Plan._hosted_in_outputs`)."""
 
 
 def signature(tensors: Sequence[NBXTensor]) -> tuple:
@@ -133,13 +137,15 @@ class Plan:
             if isinstance(op, Zero):
                 first.setdefault(op.storage, pos)
                 last[op.storage] = pos
-        offsets, self.arena_bytes = _arena.place(
-            [storages[i].nbytes for i in temps], [(first[i], last[i] + 1) for i in temps]
-        )
         self._lifetimes = {i: (first[i], last[i] + 1) for i in temps}
         self._lifetimes.update({i: (first.get(i, 0), len(self.ops)) for i, _, _ in self.fresh})
         self._nbytes = {i: storages[i].nbytes for i in self._lifetimes}
-        self.slots = {index: (off, storages[index].nbytes) for index, off in zip(temps, offsets, strict=True)}
+        self.hosted = self._hosted_in_outputs(temps, first)
+        in_arena = [i for i in temps if i not in self.hosted]
+        offsets, self.arena_bytes = _arena.place(
+            [self._nbytes[i] for i in in_arena], [self._lifetimes[i] for i in in_arena]
+        )
+        self.slots = {index: (off, self._nbytes[index]) for index, off in zip(in_arena, offsets, strict=True)}
         self._fresh_zeroed = frozenset(index for index, _, zero in self.fresh if zero)
         self.nstorages = len(storages)
         self._memory: dict[Any, _Memory] = {}
@@ -147,6 +153,32 @@ class Plan:
         self.descriptor_blocks: dict[int, Any] = {}  # tensor-descriptor memory of the launches, by size
         self.cuda_graph: Any = None
         self.graph_bytes = 0  # the CUDA graph's block (temporaries and output copies), once captured
+
+    def _hosted_in_outputs(self, temps: list[int], first: dict[int, int]) -> dict[int, tuple[int, int]]:
+        """Temporaries that live in an output's bytes: temporary -> (output storage, offset).
+
+        A run allocates its outputs before launching, and a language model's logits are written
+        last: the temporaries that die before an output's first write can use its bytes, so the
+        run's peak is not the arena plus the logits. Such temporaries change address with every
+        run (each run's outputs are new), which costs a pointer patch per launch that reads them;
+        the outputs host them only where that shrinks the arena by :data:`HOSTED_MIN_BYTES`.
+        Outputs that must start zeroed host nothing."""
+        hosted: dict[int, tuple[int, int]] = {}
+        for out, nbytes, zero in sorted(self.fresh, key=lambda f: -f[1]):
+            start = first.get(out)
+            guests = [t for t in temps if t not in hosted and start is not None and self._lifetimes[t][1] <= start]
+            if zero or not guests:
+                continue
+            offsets, _ = _arena.place([self._nbytes[t] for t in guests], [self._lifetimes[t] for t in guests])
+            hosted.update(
+                {t: (out, off) for t, off in zip(guests, offsets, strict=True) if off + self._nbytes[t] <= nbytes}
+            )
+        if not hosted:
+            return {}
+        size = _arena.place([self._nbytes[t] for t in temps], [self._lifetimes[t] for t in temps])[1]
+        rest = [t for t in temps if t not in hosted]
+        smaller = _arena.place([self._nbytes[t] for t in rest], [self._lifetimes[t] for t in rest])[1]
+        return hosted if size - smaller >= HOSTED_MIN_BYTES else {}
 
     # -- running -------------------------------------------------------------------------------------
     def run(self, inputs: Sequence[NBXTensor]) -> list[NBXTensor]:
@@ -159,6 +191,9 @@ class Plan:
                 st[index] = inputs[pos]._storage
             for index, nbytes, zero in self.fresh:
                 st[index] = allocate(nbytes, self.device, zero=zero and not graph)  # a graph copies all bytes out
+            if not graph:
+                for index, (out, off) in self.hosted.items():
+                    st[index] = _sub_storage(st[out], off, self._nbytes[index])
             if mem is None:
                 self.cuda_graph.replay(st)
             elif BACKEND == "cuda":
@@ -228,7 +263,8 @@ class Plan:
             "kernels": dict(sorted(kernels.items(), key=lambda kv: -kv[1])),
             "fused": self.fused,
             "arena_bytes": self.arena_bytes,
-            "temporaries": len(self.slots),
+            "temporaries": len(self.slots) + len(self.hosted),
+            "temporaries_in_outputs": len(self.hosted),
             "cuda_graph": self.cuda_graph is not None,
             **({"cuda_graph_bytes": self.graph_bytes} if self.cuda_graph is not None else {}),
             **({"cuda_graph_reason": self.graph_reason} if self.graph_reason else {}),

@@ -272,3 +272,28 @@ def test_a_cuda_graphs_block_reuses_the_outputs_bytes_without_overlapping_live_v
     out_bytes = sum(nbytes for _, nbytes, _ in plan.fresh)
     assert out_bytes == 32 * 512 * 4
     assert plan.graph_bytes < plan.arena_bytes + out_bytes  # temporaries reused the output's bytes
+
+
+def test_temporaries_live_in_an_output_written_after_them(tmp_path, monkeypatch):
+    from nbx_core.graph import plan as plans
+
+    monkeypatch.setattr(plans, "HOSTED_MIN_BYTES", 0)  # the real threshold is megabytes
+    module = _Head().eval()
+    prog = load(export_module(module, (torch.randn(32, 64),), tmp_path / "head.nbx"), device=kernel_device_type())
+    xs = [torch.randn(32, 64) for _ in range(3)]
+    outs = [prog(x) for x in xs]  # recorded, then two replays
+    plan = prog.plan_for(xs[0])
+    assert plan.hosted and plan.describe()["temporaries_in_outputs"] == len(plan.hosted)
+    out = next(index for index, _, _ in plan.fresh)
+    assert {o for o, _ in plan.hosted.values()} == {out}
+    # Each run's temporaries used that run's output: earlier results are intact.
+    with torch.no_grad():
+        for x, got in zip(xs, outs, strict=True):
+            np.testing.assert_allclose(got.numpy(), module(x).numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_small_savings_keep_temporaries_in_the_arena(tmp_path):
+    x = torch.randn(32, 64)
+    prog = load(export_module(_Head().eval(), (x,), tmp_path / "head.nbx"), device=kernel_device_type())
+    prog(x)
+    assert prog.plan_for(x).hosted == {}  # kilobytes saved: not worth a pointer patch per launch
