@@ -43,19 +43,23 @@ def models_table(results: Path = RESULTS) -> str:
         "",
         "| model | nodes | torch eager | torch.compile | compile, reduce-overhead | NBX | NBX CUDA graph "
         "| speed: NBX | speed: NBX CUDA graph | speed: torch.compile | NBX CUDA graph / torch.compile "
-        "| NBX first run (s) | peak MB: torch / NBX | error vs eager |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| NBX CUDA graph / reduce-overhead | NBX first run (s) | peak MB: torch / NBX / NBX CUDA graph "
+        "| error vs eager |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in doc["results"]:
         if "failed" in r:
-            lines.append(f"| {r['model']} | failed: {str(r['failed'])[:80]} |" + " |" * 12)
+            lines.append(f"| {r['model']} | failed: {str(r['failed'])[:80]} |" + " |" * 13)
             continue
         speed = {
             way: round(r["torch_ms"] / r[f"{way}_ms"], 3) if r.get(f"{way}_ms") and r.get("torch_ms") else None
             for way in ("nbx", "nbx_graph", "compile")
         }
-        both = r.get("compile_ms") and r.get("nbx_graph_ms")
-        versus = round(r["compile_ms"] / r["nbx_graph_ms"], 3) if both else None
+        graph_ms = r.get("nbx_graph_ms")
+        versus = {
+            base: round(r[f"{base}_ms"] / graph_ms, 3) if r.get(f"{base}_ms") and graph_ms else None
+            for base in ("compile", "compile_ro")
+        }
         error = max(r.get("error", 0.0), r.get("error_graph", 0.0))
         cells = [
             r["model"],
@@ -68,9 +72,10 @@ def models_table(results: Path = RESULTS) -> str:
             speed["nbx"],
             speed["nbx_graph"],
             speed["compile"],
-            versus,
+            versus["compile"],
+            versus["compile_ro"],
             r.get("first_run_s"),
-            f"{_cell(r.get('torch_peak_mb'))} / {_cell(r.get('nbx_peak_mb'))}",
+            f"{_cell(r.get('torch_peak_mb'))} / {_cell(r.get('nbx_peak_mb'))} / {_cell(r.get('nbx_graph_peak_mb'))}",
             f"{error:.1e}" + ("" if r.get("ok", True) else " (over tolerance)"),
         ]
         lines.append("| " + " | ".join(map(_cell, cells)) + " |")
