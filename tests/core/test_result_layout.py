@@ -121,3 +121,40 @@ def test_channels_last_copies_into_the_channels_last_format(shape, fmt):
 def test_channels_last_passes_other_ranks_through():
     x = from_torch(torch.randn(3, 4, 5))  # an unbatched conv2d input
     assert get_registry().lookup("nbx::channels_last")(x) is x
+
+
+def _channels_last_input(sliced: bool) -> torch.Tensor:
+    x = torch.randn(2, 8, 12 if sliced else 6, 5).contiguous(memory_format=torch.channels_last)
+    return x[:, :, ::2] if sliced else x
+
+
+# Ops of every family whose result torch lays out from the input's memory format (or, for
+# masked_fill, always row-major): the result's strides, and values, match torch's.
+_LAYOUT_OPS = {
+    "aten::constant_pad_nd.default": lambda x: (x, [1, 2, 0, 1], 0.5),
+    "aten::reflection_pad2d.default": lambda x: (x, [1, 1, 2, 1]),
+    "aten::replication_pad2d.default": lambda x: (x, [2, 0, 1, 1]),
+    "aten::flip.default": lambda x: (x, [2, 3]),
+    "aten::roll.default": lambda x: (x, [1, -2], [2, 1]),
+    "aten::pixel_shuffle.default": lambda x: (x, 2),
+    "aten::pixel_unshuffle.default": lambda x: (torch.nn.functional.pixel_shuffle(x, 2), 2),
+    "aten::masked_fill.Scalar": lambda x: (x, x > 0, -1.0),
+    "aten::max_pool2d.default": lambda x: (x, [2, 2]),
+    "aten::upsample_nearest2d.vec": lambda x: (x, None, [2.0, 2.0]),
+    "aten::gelu.default": lambda x: (x,),
+    "aten::where.self": lambda x: (x > 0, x, torch.zeros(1)),
+    "aten::_to_copy.default": lambda x: (x,),
+    "aten::_softmax.default": lambda x: (x, 1, False),
+}
+
+
+@pytest.mark.parametrize("sliced", [False, True])
+@pytest.mark.parametrize("op", list(_LAYOUT_OPS))
+def test_results_keep_torchs_layout_for_channels_last_inputs(op, sliced):
+    args = _LAYOUT_OPS[op](_channels_last_input(sliced))
+    name, overload = op.split("::")[1].split(".")
+    want = getattr(getattr(torch.ops.aten, name), overload)(*args)
+    got = get_registry().lookup(op)(*(from_torch(a) if isinstance(a, torch.Tensor) else a for a in args))
+    assert tuple(got.stride()) == want.stride()
+    if numeric():
+        torch.testing.assert_close(to_torch(got), want)

@@ -13,7 +13,8 @@ import triton.language as tl
 from nbx_core import dtypes as D
 from nbx_core.errors import NbxValueError, ShapeError
 from nbx_core.runtime.pointwise import pointwise
-from nbx_core.tensor import NBXTensor
+from nbx_core.shape import broadcast_shapes
+from nbx_core.tensor import NBXTensor, empty_tensor
 from nbx_core.tensor.args import BOOL, REAL, check_dtype, operand, tensor_arg
 
 
@@ -177,4 +178,6 @@ def masked_fill(self: NBXTensor, mask: NBXTensor, value: Any) -> NBXTensor:
     if isinstance(value, NBXTensor) and value.ndim != 0:
         raise ShapeError(f"{op}: only a 0-dimensional value tensor is supported, got shape {value.shape}")
     v = check_dtype(op, operand(op, value, "value"), "value", REAL)
-    return pointwise(op, _masked_fill, self, mask, v, dtype=self.dtype)
+    # torch fills a contiguous clone of the expanded self, whatever self's layout.
+    out = empty_tensor(broadcast_shapes(op, self.shape, mask.shape), self.dtype, self.device)
+    return pointwise(op, _masked_fill, self, mask, v, dtype=self.dtype, out=out)

@@ -17,8 +17,9 @@ from nbx_core import dtypes as D
 from nbx_core.errors import NbxValueError, ShapeError
 from nbx_core.ops import creation
 from nbx_core.ops import views as V
+from nbx_core.ops.layout import suggest_memory_format
 from nbx_core.runtime import checks
-from nbx_core.runtime.kernels.copy import contiguous_copy, copy_into
+from nbx_core.runtime.kernels.copy import copy_into
 from nbx_core.runtime.kernels.index_range import flag_for
 from nbx_core.runtime.kernels.indexing import block_indices, needs_int64, strided_offsets
 from nbx_core.runtime.launch import TRAITS, block_size, cdiv, launch
@@ -38,7 +39,7 @@ def flip(self: NBXTensor, dims: Sequence[int]) -> NBXTensor:
             offset += (self.shape[d] - 1) * strides[d]
         strides[d] = -strides[d]
     view = NBXTensor(self.storage, self.shape, strides, offset, self.dtype)
-    out = empty_tensor(self.shape, self.dtype, self.device)
+    out = creation.empty_like(self)  # laid out like self, as torch's flip is
     if out.numel():
         copy_into(out, view)
     return out
@@ -60,7 +61,7 @@ def roll(self: NBXTensor, shifts: Sequence[int] | int, dims: Sequence[int] | int
     for s, d in zip(shifts, dims, strict=True):
         d = wrap_dim(op, d, self.ndim)
         size = cur.shape[d] if cur.ndim else 1
-        out = empty_tensor(cur.shape, cur.dtype, cur.device)
+        out = creation.empty_like(cur)  # laid out like the input, as torch's roll is
         k = s % size if size else 0
         if out.numel():
             if k:
@@ -143,6 +144,15 @@ def _factor(op: str, x: NBXTensor, r: int, arg: str) -> int:
     return r
 
 
+def _shuffled(x: NBXTensor, v: NBXTensor, shape: tuple[int, ...]) -> NBXTensor:
+    """A new tensor of ``shape`` holding the permuted view ``v`` of ``x``, in the memory format
+    torch suggests for ``x`` (a channels-last input gives a channels-last result)."""
+    out = creation.empty(*shape, dtype=x.dtype, device=x.device, memory_format=suggest_memory_format(x))
+    if out.numel():
+        copy_into(V.view(out, v.shape), v)
+    return out
+
+
 def pixel_shuffle(self: NBXTensor, upscale_factor: int) -> NBXTensor:
     """``aten::pixel_shuffle``: ``(*, C*r*r, H, W)`` to ``(*, C, H*r, W*r)``."""
     op = "aten::pixel_shuffle"
@@ -153,7 +163,7 @@ def pixel_shuffle(self: NBXTensor, upscale_factor: int) -> NBXTensor:
     nb = len(b)
     v = V.reshape(self, (*b, c // (r * r), r, r, h, w))
     v = V.permute(v, (*range(nb), nb, nb + 3, nb + 1, nb + 4, nb + 2))
-    return V.reshape(contiguous_copy(v), (*b, c // (r * r), h * r, w * r))
+    return _shuffled(self, v, (*b, c // (r * r), h * r, w * r))
 
 
 def pixel_unshuffle(self: NBXTensor, downscale_factor: int) -> NBXTensor:
@@ -166,7 +176,7 @@ def pixel_unshuffle(self: NBXTensor, downscale_factor: int) -> NBXTensor:
     nb = len(b)
     v = V.reshape(self, (*b, c, h // r, r, w // r, r))
     v = V.permute(v, (*range(nb), nb, nb + 2, nb + 4, nb + 1, nb + 3))
-    return V.reshape(contiguous_copy(v), (*b, c * r * r, h // r, w // r))
+    return _shuffled(self, v, (*b, c * r * r, h // r, w // r))
 
 
 @triton.jit

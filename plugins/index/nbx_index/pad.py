@@ -13,11 +13,14 @@ import triton
 import triton.language as tl
 
 from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
-from nbx_core.ops.views import narrow
+from nbx_core.ops.creation import empty
+from nbx_core.ops.layout import suggest_memory_format
+from nbx_core.ops.views import narrow, permute
 from nbx_core.runtime.kernels.copy import cast_to
 from nbx_core.runtime.kernels.indexing import block_indices, needs_int64
 from nbx_core.runtime.launch import block_size, cdiv, launch
-from nbx_core.tensor import NBXTensor, empty_tensor
+from nbx_core.shape import stride_order
+from nbx_core.tensor import NBXTensor
 
 CONSTANT, REFLECT, REPLICATE, CIRCULAR = range(4)
 _MODES = {"constant": CONSTANT, "reflect": REFLECT, "replicate": REPLICATE, "circular": CIRCULAR}
@@ -98,7 +101,10 @@ def _pad(op: str, x: NBXTensor, pad: Sequence[int], mode: int, value: Any = 0) -
         shape[d] = size + lo + hi
         if shape[d] < 0:
             raise ShapeError(f"{op}: padding {pad} makes dim {d} of size {size} negative ({shape[d]})")
-    out = empty_tensor(shape, x.dtype, x.device)
+    # Laid out as torch lays out a pad of x (channels-last stays channels-last); the kernel walks the
+    # result in memory order, so every view below is permuted to that order.
+    out = empty(*shape, dtype=x.dtype, device=x.device, memory_format=suggest_memory_format(x))
+    order = stride_order(out.shape, out.stride())[::-1]
     n = out.numel()
     if n == 0:
         return out
@@ -109,13 +115,18 @@ def _pad(op: str, x: NBXTensor, pad: Sequence[int], mode: int, value: Any = 0) -
     fl = x.dtype.is_floating_point
     if not isinstance(value, bool | int | float):
         raise NbxTypeError(f"{op}: value must be a number, got {type(value).__name__}")
-    dims = (tuple(shape), tuple(x.shape), tuple(x.stride()), tuple(before)) if x.ndim else ((1,), (1,), (0,), (0,))
+    xp = permute(x, order) if x.ndim else x
+    dims = (
+        (tuple(shape[d] for d in order), tuple(xp.shape), tuple(xp.stride()), tuple(before[d] for d in order))
+        if x.ndim
+        else ((1,), (1,), (0,), (0,))
+    )
     block = block_size(n)
     launch(
         _pad_kernel,
         (cdiv(n, block),),
-        out,
-        x,
+        permute(out, order) if x.ndim else out,
+        xp,
         n,
         *dims,
         float(value) if fl else 0.0,
