@@ -75,7 +75,7 @@ from nbx_core.tensor.args import (
     tensor_arg,
 )
 
-from .memory_format import empty_output
+from .memory_format import empty_output, suggests_channels_last
 
 FLAT, TAPS, POINTWISE = 0, 1, 2
 """The kernel's reduction loops (``REDUCTION``), described in the module docstring."""
@@ -518,7 +518,7 @@ def _conv(op: str, x: NBXTensor, w: NBXTensor, bias: NBXTensor | None, stride: t
             raise ShapeError(f"{op}: kernel size {eff} (with dilation) can't be greater than the padded input "
                              f"size {padded}: pad the input or use a smaller kernel")
         out_sp = out_size or tuple((pi - e) // st + 1 for pi, e, st in zip(padded, eff, stride, strict=True))
-    out = empty_output((n, k, *out_sp), x.dtype, x)
+    out = empty_output((n, k, *out_sp), x.dtype, x, cl=suggests_channels_last(x) or suggests_channels_last(w))
     m = n * numel(out_sp)
     if m == 0 or k == 0:
         return out

@@ -1,7 +1,8 @@
 """The memory format of nbx-conv's outputs (argument checks are nbx_core.tensor.args).
 
-Outputs follow torch's memory-format rule: a channels-last input (4-D or 5-D) gives a
-channels-last output, anything else a contiguous one.
+Outputs follow torch's memory-format rule: an input whose strides torch reads as channels-last
+(``suggest_memory_format``; 4-D or 5-D) gives a channels-last output, anything else a contiguous
+one. A convolution's output is channels-last when its input or its weight is.
 """
 
 from __future__ import annotations
@@ -9,21 +10,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from nbx_core import dtypes as D
+from nbx_core.ops.layout import CHANNELS_LAST, CHANNELS_LAST_3D, CONTIGUOUS, is_contiguous_as, suggest_memory_format
 from nbx_core.ops.views import permute
 from nbx_core.tensor import NBXTensor, empty_tensor
 
 
+def suggests_channels_last(t: NBXTensor) -> bool:
+    """Whether torch's ``suggest_memory_format`` gives ``t`` (4-D or 5-D) a channels-last format:
+    the layout torch gives the results of pooling, upsampling and convolution."""
+    return t.ndim in (4, 5) and suggest_memory_format(t) != CONTIGUOUS
+
+
 def channels_last(t: NBXTensor) -> bool:
-    """Whether torch would suggest the channels-last memory format for ``t`` (4-D or 5-D)."""
-    if t.ndim not in (4, 5) or t.shape[1] <= 1:
-        return False
-    st = t.stride()
-    return st[1] == 1 and all(st[d] >= st[1] for d in range(2, t.ndim)) and st[-1] > 1
+    """Whether ``t`` (4-D or 5-D) is stored channels-last and dense, as :func:`empty_output` makes
+    it: the kernels walk such a result in that order."""
+    fmt = {4: CHANNELS_LAST, 5: CHANNELS_LAST_3D}.get(t.ndim)
+    return fmt is not None and t.shape[1] > 1 and is_contiguous_as(t, fmt)
 
 
 def empty_output(shape: Sequence[int], dtype: D.DType, like: NBXTensor, cl: bool | None = None) -> NBXTensor:
-    """A new (N, C, *spatial) tensor, channels-last when ``cl`` (default: when ``like`` is)."""
-    cl = channels_last(like) if cl is None else cl
+    """A new (N, C, *spatial) tensor, channels-last when ``cl`` (default: when torch suggests a
+    channels-last format for ``like``)."""
+    cl = suggests_channels_last(like) if cl is None else cl
     shape = tuple(shape)
     if not cl:
         return empty_tensor(shape, dtype, like.device)

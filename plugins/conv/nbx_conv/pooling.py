@@ -31,7 +31,7 @@ from nbx_core.runtime.tuning import Key, Tunable, bucket
 from nbx_core.tensor import NBXTensor
 from nbx_core.tensor.args import FLOATING, INTEGRAL, int_arg, int_list, non_negative, positive, tensor_arg
 
-from .memory_format import channels_last, empty_output
+from .memory_format import channels_last, empty_output, suggests_channels_last
 
 _WARPS = 4
 
@@ -259,7 +259,7 @@ def _pad3(vals: tuple[int, ...], fill: int) -> tuple[int, ...]:
 
 def _alloc(x: NBXTensor, batched: bool, out_sp: tuple[int, ...], dtype: D.DType) -> NBXTensor:
     lead = tuple(x.shape[:2]) if batched else (1, x.shape[0])
-    return empty_output((*lead, *out_sp), dtype, x, cl=batched and channels_last(x))
+    return empty_output((*lead, *out_sp), dtype, x, cl=batched and suggests_channels_last(x))
 
 
 def _window(op: str, nsp: int, kernel_size: object, stride: object, padding: object, dilation: object) -> tuple:

@@ -61,7 +61,8 @@ def roll(self: NBXTensor, shifts: Sequence[int] | int, dims: Sequence[int] | int
     for s, d in zip(shifts, dims, strict=True):
         d = wrap_dim(op, d, self.ndim)
         size = cur.shape[d] if cur.ndim else 1
-        out = creation.empty_like(cur)  # laid out like the input, as torch's roll is
+        # In the format torch suggests for the input, as torch's roll allocates it.
+        out = creation.empty(*cur.shape, dtype=cur.dtype, device=cur.device, memory_format=suggest_memory_format(cur))
         k = s % size if size else 0
         if out.numel():
             if k:

@@ -26,6 +26,8 @@ import triton.language as tl
 from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError, NbxValueError
 from nbx_core.ops.copy import clone, contiguous
+from nbx_core.ops.creation import empty
+from nbx_core.ops.layout import suggest_memory_format
 from nbx_core.runtime.pointwise import pointwise
 from nbx_core.shape import numel
 from nbx_core.tensor import NBXTensor, empty_tensor
@@ -81,8 +83,10 @@ def _inference(op: str, x: NBXTensor, weight: NBXTensor | None, bias: NBXTensor 
         scale = pointwise(op, _scale, var, weight, compute=comp, out_dtype=comp, sc=(float(eps),))
     n = x.ndim
     shift = _per_channel(bias, n) if bias is not None else 0.0
+    # Laid out in the format torch suggests for x (channels-last stays so; other layouts are row-major).
+    out = empty(*x.shape, dtype=x.dtype, device=x.device, memory_format=suggest_memory_format(x))
     return pointwise(op, _normalize, x, _per_channel(scale, n), _per_channel(mean, n), shift, dtype=x.dtype,
-                     compute=comp, out_dtype=x.dtype)
+                     compute=comp, out_dtype=x.dtype, out=out)
 
 
 def _batch_norm(op: str, input: NBXTensor, weight: NBXTensor | None, bias: NBXTensor | None,
