@@ -163,6 +163,7 @@ _LAYOUT_OPS = {
         1e-5,
     ),
     "aten::convolution.default": lambda x: (x, torch.randn(8, 4, 3, 3), None, [2, 2], [1, 1], [1, 1], True, [1, 1], 1),
+    "aten::group_norm.default": lambda x: (x, 2, torch.randn(8), torch.randn(8)),
     "aten::conv2d.default": lambda x: (x, torch.randn(4, 8, 3, 3).contiguous(memory_format=torch.channels_last)),
 }
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import nbx_norm.moments as moments
 import pytest
+import torch
 
 from nbx_core.errors import DeviceError
 from nbx_core.testing import check_op, check_raises, from_torch, layouts, make, run_op
@@ -35,6 +36,29 @@ def test_group_norm_layouts():
         check_op("aten::group_norm", x, 2, make((8,), seed=1)[::2], None, 1e-5, True)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
+@pytest.mark.parametrize("affine", ["none", "weight", "both"])
+@pytest.mark.parametrize(
+    "shape,fmt,sliced",
+    [
+        ((2, 6, 5, 3), torch.channels_last, False),
+        ((2, 6, 10, 3), torch.channels_last, True),
+        ((2, 6, 2, 3, 4), torch.channels_last_3d, False),
+    ],
+)
+def test_channels_last_inputs_give_channels_last_results(dtype, affine, shape, fmt, sliced):
+    # The groups are read in place (HxW runs of C // groups channels) and the result keeps the
+    # layout, with torch's strides and statistics; a step-sliced input is made dense first.
+    x = make(shape, dtype).contiguous(memory_format=fmt)
+    x = x[:, :, ::2] if sliced else x
+    w = make((6,), dtype, seed=1) if affine != "none" else None
+    b = make((6,), dtype, seed=2) if affine == "both" else None
+    n, c, hxw = x.shape[0], x.shape[1], x[0, 0].numel()
+    if not sliced:  # torch's native_group_norm refuses an input not dense in its format
+        check_op("aten::native_group_norm", x, w, b, n, c, hxw, 3, 1e-5, check_stride=True)
+    check_op("aten::group_norm", x, 2, w, b, 1e-5, True, check_stride=True)
+
+
 def test_group_norm_zero_size():
     check_op("aten::native_group_norm", make((0, 4, 3)), None, None, 0, 4, 3, 2, 1e-5)
     check_op("aten::native_group_norm", make((2, 4, 0)), None, None, 2, 4, 0, 2, 1e-5)
@@ -59,3 +83,25 @@ def test_bad_inputs(on_cuda):
     check_raises("aten::group_norm", x.int(), 2, match="float32")
     with pytest.raises(DeviceError, match="device"):
         run_op("aten::group_norm", from_torch(x), 2, on_cuda(from_torch(make((4,)))))
+
+
+def test_channels_last_groups_split_across_programs(monkeypatch):
+    # Units addressed per sample (two-level offsets) and each split across programs.
+    lookup = moments.MOMENTS.lookup
+    monkeypatch.setattr(moments.MOMENTS, "lookup", lambda *a, **kw: {**lookup(*a, **kw), "CHUNK": 16, "PROGRAMS": 64})
+    x = (make((3, 4, 5, 6)) * 0.5 + 4.0).contiguous(memory_format=torch.channels_last)
+    # float32 statistics merged from 16-element chunks round differently from torch's: a few ulps.
+    check_op(
+        "aten::native_group_norm",
+        x,
+        make((4,), seed=1),
+        None,
+        3,
+        4,
+        30,
+        2,
+        1e-5,
+        check_stride=True,
+        rtol=1e-4,
+        atol=1e-4,
+    )

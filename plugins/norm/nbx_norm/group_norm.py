@@ -2,14 +2,22 @@
 
 Each (sample, group) is one contiguous run of ``C // groups * HxW`` elements: :mod:`moments`
 reduces it (split across programs when there are few groups), then one elementwise pass applies
-``(x - mean) * rstd * weight[c] + bias[c]``: two reads and one write of the input in all.
+``(x - mean) * rstd * weight[c] + bias[c]``: two reads and one write of the input in all. A
+channels-last input is normalised in place in memory, to a channels-last result as torch's: a
+unit is then ``HxW`` runs of ``C // groups`` channels.
 """
 
 from __future__ import annotations
 
+import triton
+import triton.language as tl  # noqa: F401  (the interpreter runs a jit function with its module's tl)
+
+from nbx_core import dtypes as D
 from nbx_core.errors import NbxValueError, ShapeError
 from nbx_core.ops.copy import contiguous
+from nbx_core.ops.layout import CONTIGUOUS, suggest_memory_format
 from nbx_core.ops.views import view
+from nbx_core.runtime.pointwise import pointwise
 from nbx_core.shape import numel
 from nbx_core.tensor import NBXTensor, empty_tensor
 from nbx_core.tensor.args import FLOATING, int_arg, tensor_arg
@@ -43,8 +51,11 @@ def _group_norm(
     sdt = stat_dtype(op, x, params)
     for name, t in params.items():
         check_vector(op, t, name, c)
-    out = empty_tensor(x.shape, x.dtype, x.device)
     units = n * group
+    fmt = suggest_memory_format(x) if x.ndim in (4, 5) else CONTIGUOUS
+    if units and x.numel() and fmt != CONTIGUOUS and (x.shape[0], x.shape[1], numel(x.shape[2:])) == (n, c, hxw):
+        return _channels_last(op, contiguous(x, memory_format=fmt), weight, bias, group, eps, sdt)
+    out = empty_tensor(x.shape, x.dtype, x.device)
     if units == 0:
         return out, empty_tensor((n, group), sdt, x.device), empty_tensor((n, group), sdt, x.device)
     xc = contiguous(x)
@@ -57,6 +68,48 @@ def _group_norm(
     if sdt is not mean.dtype:
         mean, rstd = mean.to(sdt), rstd.to(sdt)
     return out, mean, rstd
+
+
+@triton.jit
+def _times(a, b, sc):
+    return a * b
+
+
+@triton.jit
+def _normalize(x, scale, mean, shift, sc):
+    return (x - mean) * scale + shift
+
+
+def _channels_last(
+    op: str, x: NBXTensor, weight: NBXTensor | None, bias: NBXTensor | None, group: int, eps: float, sdt: D.DType
+) -> tuple[NBXTensor, NBXTensor, NBXTensor]:
+    """Group norm of a dense channels-last ``x``, with a channels-last result as torch gives: a
+    (sample, group) unit is ``HxW`` runs of ``C // groups`` channels, ``C`` apart, and the apply
+    runs on the view ``(N, groups, C // groups, HxW)``, in place in memory."""
+    n, c, hxw = x.shape[0], x.shape[1], numel(x.shape[2:])
+    cg = c // group
+    mean, _, rstd = moments(x, n * group, hxw, cg, cg, c, eps, per_outer=group, outer_stride=c * hxw)
+    comp = D.compute_dtype(x.dtype)
+    stat = (n, group, 1, 1)
+    scale = view(rstd, stat)
+    if weight is not None:
+        scale = pointwise(op, _times, scale, view(contiguous(weight), (1, group, cg, 1)), compute=comp, out_dtype=comp)
+    shift = view(contiguous(bias), (1, group, cg, 1)) if bias is not None else 0.0
+    out = pointwise(
+        op,
+        _normalize,
+        view(x, (n, group, cg, hxw)),
+        scale,
+        view(mean, stat),
+        shift,
+        dtype=x.dtype,
+        compute=comp,
+        out_dtype=x.dtype,
+    )
+    mean, rstd = view(mean, n, group), view(rstd, n, group)
+    if sdt is not mean.dtype:
+        mean, rstd = mean.to(sdt), rstd.to(sdt)
+    return view(out, x.shape), mean, rstd
 
 
 def native_group_norm(

@@ -2,9 +2,10 @@
 
 Group norm, batch norm and weight norm all reduce "units" of a contiguous tensor viewed as
 ``(outer, C, inner)``: a unit is ``rows`` segments of ``row_len`` contiguous elements, the first at
-``u * unit_stride``, the next ``row_stride`` further on. Group norm: a unit is one (sample, group),
-a single segment. Batch norm: a unit is a channel, one segment of ``inner`` per sample. Weight norm:
-a unit is one index of ``dim``.
+``u * unit_stride`` (or at a two-level offset: :func:`moments`), the next ``row_stride`` further
+on. Group norm: a unit is one (sample, group), a single segment (``HxW`` segments of ``C // groups``
+channels for a channels-last input). Batch norm: a unit is a channel, one segment of ``inner`` per
+sample. Weight norm: a unit is one index of ``dim``.
 
 A unit may be split across programs so that a few large units still fill the GPU: each program
 merges per-chunk moments (exact two-pass inside a chunk, Chan's formula across chunks) into a
@@ -58,15 +59,18 @@ warps. Arguments: the input's dtype name and the inner length (the elements of a
 
 
 @triton.jit
-def _partial_kernel(x_ptr, pmean_ptr, pm2_ptr, total, span, row_len, unit_stride, row_stride,
-                    ONE_ROW: tl.constexpr, BLOCK: tl.constexpr, COMPUTE: tl.constexpr, INT64: tl.constexpr):
+def _partial_kernel(x_ptr, pmean_ptr, pm2_ptr, total, span, row_len, unit_stride, row_stride, per_outer,
+                    outer_stride, ONE_ROW: tl.constexpr, BLOCK: tl.constexpr, COMPUTE: tl.constexpr,
+                    INT64: tl.constexpr):
     u = tl.program_id(0)
     s = tl.program_id(1)
+    outer = u // per_outer
+    inner = u - outer * per_outer
     if INT64:
-        base = u.to(tl.int64) * unit_stride
+        base = outer.to(tl.int64) * outer_stride + inner.to(tl.int64) * unit_stride
         lo = s.to(tl.int64) * span
     else:
-        base = u * unit_stride
+        base = outer * outer_stride + inner * unit_stride
         lo = s * span
     hi = tl.minimum(lo + span, total)
     mean = tl.zeros([1], COMPUTE)
@@ -128,9 +132,14 @@ def _combine_kernel(pmean_ptr, pm2_ptr, mean_ptr, var_ptr, rstd_ptr, units, spli
 
 
 def moments(x: NBXTensor, units: int, rows: int, row_len: int, unit_stride: int, row_stride: int,
-            eps: float | None = None, *, config: Mapping[str, int] | None = None
-            ) -> tuple[NBXTensor, NBXTensor, NBXTensor | None]:
+            eps: float | None = None, *, per_outer: int | None = None, outer_stride: int = 0,
+            config: Mapping[str, int] | None = None) -> tuple[NBXTensor, NBXTensor, NBXTensor | None]:
     """(mean, biased variance, rsqrt(variance + eps) or None without ``eps``) of each unit of ``x``.
+
+    Units come in runs of ``per_outer`` (default: all of them), a run ``outer_stride`` elements
+    after the one before, and units of a run ``unit_stride`` apart: unit ``u`` starts at
+    ``u // per_outer * outer_stride + u % per_outer * unit_stride`` (group norm of a channels-last
+    input: per sample, its groups ``C // groups`` channels apart).
 
     Each is a 1-D tensor of ``units`` values in the statistics dtype (float32, float64 for
     float64 ``x``). A unit of no elements has mean 0 and variance nan, as torch reports it.
@@ -149,7 +158,8 @@ def moments(x: NBXTensor, units: int, rows: int, row_len: int, unit_stride: int,
     var = empty_tensor((units,), sdt, x.device)
     rstd = empty_tensor((units,), sdt, x.device) if eps is not None else var
     launch(_partial_kernel, (units, splits), x, pmean, pm2, total, span, row_len, unit_stride, row_stride,
-           ONE_ROW=rows == 1, BLOCK=block, COMPUTE=compute, INT64=needs_int64(x.numel(), x),
+           per_outer or max(units, 1), outer_stride, ONE_ROW=rows == 1, BLOCK=block, COMPUTE=compute,
+           INT64=needs_int64(x.numel(), x),
            num_warps=cfg["num_warps"])
     ublock = min(1024, next_pow2(units))
     launch(_combine_kernel, (cdiv(units, ublock),), pmean, pm2, mean, var, rstd, units, splits, total, span,
