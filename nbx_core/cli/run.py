@@ -136,8 +136,13 @@ def describe_plan(about: dict[str, Any]) -> str:
     lines.append(f"  {about['launches']} launches, {about['zero_fills']} zero fills; fused: "
                  f"{fused.get('elementwise_kernels', 0)} elementwise kernels and {fused.get('epilogues', 0)} "
                  f"epilogues in place of {fused.get('launches_removed', 0)} launches")
-    lines.append(f"  arena {about['arena_bytes'] / 2**20:.2f} MiB for {about['temporaries']} temporaries; "
-                 f"CUDA graph: {'yes' if about['cuda_graph'] else 'no'}"
+    hosted = about.get("temporaries_in_outputs", 0)
+    graph = "yes" if about["cuda_graph"] else "no"
+    if about.get("cuda_graph_bytes"):
+        graph += f", its block {about['cuda_graph_bytes'] / 2**20:.2f} MiB"
+    lines.append(f"  arena {about['arena_bytes'] / 2**20:.2f} MiB for {about['temporaries'] - hosted} temporaries"
+                 + (f", {hosted} more in the outputs' bytes" if hosted else "")
+                 + f"; CUDA graph: {graph}"
                  + (f" ({about['cuda_graph_reason']})" if about.get("cuda_graph_reason") else ""))
     lines.append("  kernels: " + ", ".join(f"{name} x{n}" for name, n in about["kernels"].items()))
     return "\n".join(lines)

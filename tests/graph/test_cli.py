@@ -205,3 +205,13 @@ def test_the_printed_plan_counts_channels_last_convolutions():
              "reason": "planning is off"}
     assert describe_plan(about).splitlines()[0] == (
         "plan: 9 nodes, 2 batch norms folded into convolutions, 3 convolutions on channels-last inputs")
+
+
+def test_the_printed_plan_says_where_temporaries_live():
+    about = {"nodes": 9, "patterns": {}, "planned": True, "launches": 7, "zero_fills": 0, "fused": {},
+             "arena_bytes": 2 << 20, "temporaries": 12, "temporaries_in_outputs": 10, "cuda_graph": True,
+             "cuda_graph_bytes": 3 << 20, "kernels": {"_gemm_kernel": 7}}
+    assert describe_plan(about).splitlines()[2] == (
+        "  arena 2.00 MiB for 2 temporaries, 10 more in the outputs' bytes; CUDA graph: yes, its block 3.00 MiB")
+    plain = {**about, "temporaries_in_outputs": 0, "cuda_graph": False, "cuda_graph_bytes": None}
+    assert describe_plan(plain).splitlines()[2] == "  arena 2.00 MiB for 12 temporaries; CUDA graph: no"
