@@ -35,6 +35,7 @@ from ..errors import (
     UnresolvedOpError,
 )
 from ..registry import Registry, get_registry
+from ..runtime.layouts import program_layouts
 from ..shape import infer_size
 from ..tensor import NBXTensor, from_dlpack, from_numpy
 from .aliases import VIEW_OPS, is_in_place
@@ -364,7 +365,7 @@ class Program:
 
     def _run_nodes(self, inputs: dict[str, Any], dims: _Dims, recorder: Recorder | None = None,
                    ) -> dict[str, NBXTensor]:
-        with self._buffer_lock:
+        with self._buffer_lock, program_layouts():
             env = {w.name: self._buffers[w.key] for w in self.graph.weights} | inputs
             for node, frees in zip(self.graph.nodes, self._frees, strict=True):
                 if recorder is not None:

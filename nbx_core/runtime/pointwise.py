@@ -30,12 +30,23 @@ import triton.language as tl
 
 from .. import dtypes as D
 from ..errors import NbxTypeError, NbxValueError
-from ..shape import broadcast_shapes, broadcast_strides, coalesce_in_memory_order, numel, result_strides
+from ..shape import (
+    CHANNELS_LAST_ORDER,
+    broadcast_shapes,
+    broadcast_strides,
+    coalesce_in_memory_order,
+    contiguous_strides,
+    is_contiguous,
+    is_contiguous_in,
+    numel,
+    result_strides,
+)
 from ..tensor import NBXTensor, check_device, new_storage
 from ..tensor.args import operand
 from .kernels.copy import cast_to
 from .kernels.indexing import Strided, block_indices, needs_int64, offsets
 from .launch import block_size, cdiv, prepare
+from .layouts import in_program
 from .plans import PlanCache, geometry
 from .tuning import Key, Tunable, frozen
 
@@ -165,7 +176,7 @@ def pointwise(
     replaces :data:`POINTWISE`'s lookup.
     """
     key = (op, fn, dtype, compute, out_dtype, float_op, tuple(map(geometry, operands)),
-           None if out is None else geometry(out), frozen(config))
+           None if out is None else geometry(out), in_program(), frozen(config))
     plan = _plans.get(key, lambda: _make_plan(op, fn, operands, dtype, compute, out_dtype, float_op, out, config))
     if out is None:
         out = NBXTensor(new_storage(plan.nbytes, plan.device), plan.shape, plan.strides, 0, plan.result)
@@ -184,6 +195,11 @@ def pointwise(
     values.append(tuple(sc))
     plan.run(*values)
     return out
+
+
+def _row_major_or_channels_last(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    order = CHANNELS_LAST_ORDER.get(len(shape))
+    return is_contiguous(shape, strides) or (order is not None and is_contiguous_in(shape, strides, order))
 
 
 def _make_plan(op: str, fn: Any, operands: tuple, dtype: D.DType | None, compute: D.DType | None,
@@ -217,6 +233,8 @@ def _make_plan(op: str, fn: Any, operands: tuple, dtype: D.DType | None, compute
         # transposed input gives a result of the same layout, walked in memory order.
         numbers = len(tensors) < len(operands)
         out_strides = result_strides(shape, [(t.shape, t.stride()) for t in tensors], numbers)
+        if in_program() and not _row_major_or_channels_last(shape, out_strides):
+            out_strides = contiguous_strides(shape)
     n = numel(shape)
     strides = [out_strides]
     for t in tensors:

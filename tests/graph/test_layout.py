@@ -142,3 +142,34 @@ def test_the_plan_says_how_many_convolutions_read_channels_last(tmp_path):
         with torch.no_grad():
             want = module(x)[1].numpy()
         np.testing.assert_allclose(_run(prog, x)[1].numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+class _Permuted(torch.nn.Module):
+    """Whisper's encoder start in miniature: a permuted (B, C, T) feeds a residual stream."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pos = torch.nn.Parameter(torch.randn(6, 8))
+        self.proj = torch.nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x.permute(0, 2, 1) + self.pos
+        return h + self.proj(torch.nn.functional.layer_norm(h, (8,)))
+
+
+def test_inside_a_program_a_transposed_operand_does_not_lay_out_the_stream(tmp_path):
+    # Eager torch (and an NBX op called alone) lays h out as x.permute(0, 2, 1) is, and the residual
+    # add after it too; a Program makes both row-major (the runtime's choice of its values' layouts).
+    module = _Permuted().eval()
+    x = torch.randn(2, 8, 6)
+    with torch.no_grad():
+        want = module(x)
+    assert not want.is_contiguous()
+    prog = load(export_module(module, (x,), tmp_path / "m.nbx"), device=kernel_device_type())
+    if not numeric():
+        prog.check_compiles(x)
+        return
+    for _ in range(2):  # recorded, then replayed
+        got = _run(prog, x)[0]
+        assert got.is_contiguous()
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
