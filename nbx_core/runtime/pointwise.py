@@ -197,9 +197,15 @@ def pointwise(
     return out
 
 
-def _row_major_or_channels_last(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+def _kept_in_programs(shape: tuple[int, ...], strides: tuple[int, ...], tensors: list[NBXTensor]) -> bool:
+    """Whether a Program keeps torch's layout for a result (:mod:`nbx_core.runtime.layouts`): when it
+    is row-major, or channels-last like an operand of the result's whole shape (a convolution's
+    output), not only like a broadcast one (an attention bias of one sample, say)."""
+    if is_contiguous(shape, strides):
+        return True
     order = CHANNELS_LAST_ORDER.get(len(shape))
-    return is_contiguous(shape, strides) or (order is not None and is_contiguous_in(shape, strides, order))
+    return (order is not None and is_contiguous_in(shape, strides, order)
+            and any(t.shape == shape and is_contiguous_in(shape, t.stride(), order) for t in tensors))
 
 
 def _make_plan(op: str, fn: Any, operands: tuple, dtype: D.DType | None, compute: D.DType | None,
@@ -233,7 +239,7 @@ def _make_plan(op: str, fn: Any, operands: tuple, dtype: D.DType | None, compute
         # transposed input gives a result of the same layout, walked in memory order.
         numbers = len(tensors) < len(operands)
         out_strides = result_strides(shape, [(t.shape, t.stride()) for t in tensors], numbers)
-        if in_program() and not _row_major_or_channels_last(shape, out_strides):
+        if in_program() and not _kept_in_programs(shape, out_strides, tensors):
             out_strides = contiguous_strides(shape)
     n = numel(shape)
     strides = [out_strides]

@@ -30,8 +30,8 @@ class _Block(torch.nn.Module):
         return z, self.head(torch.nn.functional.adaptive_avg_pool2d(z, 1).flatten(1))
 
 
-def _run(prog, x: torch.Tensor) -> list[torch.Tensor]:
-    out = prog(x)
+def _run(prog, *x: torch.Tensor) -> list[torch.Tensor]:
+    out = prog(*x)
     return [torch.from_dlpack(t).cpu() for t in (out if isinstance(out, tuple | list) else [out])]
 
 
@@ -173,3 +173,35 @@ def test_inside_a_program_a_transposed_operand_does_not_lay_out_the_stream(tmp_p
         got = _run(prog, x)[0]
         assert got.is_contiguous()
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+class _GroupNormBlock(torch.nn.Module):
+    """A diffusion UNet's block: convolution, group norm, SiLU, convolution."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.Conv2d(16, 16, 3, padding=1)
+        self.norm = torch.nn.GroupNorm(4, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(torch.nn.functional.silu(self.norm(self.a(x)))).mean((2, 3))
+
+
+class _Bias(torch.nn.Module):
+    """An attention bias of one sample, laid out (heads innermost) like a channels-last tensor."""
+
+    def forward(self, table: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return table.permute(2, 0, 1).unsqueeze(0) + mask
+
+
+def test_a_program_keeps_channels_last_only_where_a_whole_operand_has_it(tmp_path):
+    x = torch.randn(2, 3, 6, 5)
+    prog = load(export_module(_GroupNormBlock().eval(), (x,), tmp_path / "gn.nbx"), device=kernel_device_type())
+    # Group norm keeps its channels-last input's layout, so only the image is converted.
+    assert prog.describe(x)["kernels"].get("_copy_kernel", 0) == 1
+    table, mask = torch.randn(7, 7, 2), torch.randn(3, 1, 1, 7)
+    prog = load(export_module(_Bias().eval(), (table, mask), tmp_path / "bias.nbx"), device=kernel_device_type())
+    if numeric():
+        got = _run(prog, table, mask)[0]
+        assert got.is_contiguous()  # eager torch lays it out heads-innermost
+        torch.testing.assert_close(got, _Bias()(table, mask))

@@ -15,6 +15,7 @@ import triton.language as tl  # noqa: F401  (the interpreter runs a jit function
 from nbx_core import dtypes as D
 from nbx_core.errors import NbxValueError, ShapeError
 from nbx_core.ops.copy import contiguous
+from nbx_core.ops.creation import empty
 from nbx_core.ops.layout import CONTIGUOUS, suggest_memory_format
 from nbx_core.ops.views import view
 from nbx_core.runtime.pointwise import pointwise
@@ -95,21 +96,25 @@ def _channels_last(
     if weight is not None:
         scale = pointwise(op, _times, scale, view(contiguous(weight), (1, group, cg, 1)), compute=comp, out_dtype=comp)
     shift = view(contiguous(bias), (1, group, cg, 1)) if bias is not None else 0.0
-    out = pointwise(
+    # The result is allocated laid out as x (dense channels-last), and written through the same view.
+    out = empty(*x.shape, dtype=x.dtype, device=x.device, memory_format=suggest_memory_format(x))
+    grouped = (n, group, cg, hxw)
+    pointwise(
         op,
         _normalize,
-        view(x, (n, group, cg, hxw)),
+        view(x, grouped),
         scale,
         view(mean, stat),
         shift,
         dtype=x.dtype,
         compute=comp,
         out_dtype=x.dtype,
+        out=view(out, grouped),
     )
     mean, rstd = view(mean, n, group), view(rstd, n, group)
     if sdt is not mean.dtype:
         mean, rstd = mean.to(sdt), rstd.to(sdt)
-    return view(out, x.shape), mean, rstd
+    return out, mean, rstd
 
 
 def native_group_norm(
