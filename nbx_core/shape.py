@@ -53,10 +53,10 @@ def contiguous_strides(shape: Sequence[int]) -> tuple[int, ...]:
 
 def is_contiguous(shape: Sequence[int], strides: Sequence[int]) -> bool:
     """torch's rule: size-1 dims are ignored, and an empty tensor is contiguous."""
+    if 0 in shape:
+        return True
     expected = 1
     for size, stride in zip(reversed(shape), reversed(strides), strict=True):
-        if size == 0:
-            return True
         if size != 1:
             if stride != expected:
                 return False

@@ -166,8 +166,10 @@ class Plan:
         hosted: dict[int, tuple[int, int]] = {}
         for out, nbytes, zero in sorted(self.fresh, key=lambda f: -f[1]):
             start = first.get(out)
-            guests = [t for t in temps if t not in hosted and start is not None and self._lifetimes[t][1] <= start]
-            if zero or not guests:
+            if zero or start is None:
+                continue
+            guests = [t for t in temps if t not in hosted and self._lifetimes[t][1] <= start]
+            if not guests:
                 continue
             offsets, _ = _arena.place([self._nbytes[t] for t in guests], [self._lifetimes[t] for t in guests])
             hosted.update(
