@@ -2,11 +2,12 @@
 
 ::
 
-    python -m benchmarks.profile_models --models gpt2,vit [--top 15]
+    python -m benchmarks.profile_models --models gpt2,vit [--top 15] [--ways nbx,torch,compile]
 
-Builds each model as :mod:`benchmarks.models` does, warms NBX (plan, CUDA graph off) and torch up,
-then profiles one call of each with torch.profiler (CUPTI sees NBX's Triton kernels too) and prints
-the kernels that took the most device time.
+Builds each model as :mod:`benchmarks.models` does, warms NBX (plan, CUDA graph off), torch eager
+and ``torch.compile`` (default mode, with ``compile`` in ``--ways``) up, then profiles one call of
+each with torch.profiler (CUPTI sees NBX's Triton kernels too) and prints the kernels that took the
+most device time.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", required=True)
     parser.add_argument("--top", type=int, default=15)
+    parser.add_argument("--ways", default="nbx,torch", help="of nbx, torch, compile")
     args = parser.parse_args(argv)
     import torch
     from torch.profiler import ProfilerActivity, profile
@@ -44,12 +46,15 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             module, inputs, path = _export(name, kwargs, Path(tmp))
             prog = nbx_core.load(path, cuda_graphs=False)
+            ways = args.ways.split(",")
+            calls = {"nbx": prog, "torch": module}
+            calls = {way: torch.compile(module) if way == "compile" else calls[way] for way in ways}
             with torch.inference_mode():
                 for _ in range(3):
-                    prog(**inputs)
-                    module(**inputs)
+                    for fn in calls.values():
+                        fn(**inputs)
                 torch.cuda.synchronize()
-                for who, fn in (("nbx", prog), ("torch", module)):
+                for who, fn in calls.items():
                     with profile(activities=[ProfilerActivity.CUDA]) as prof:
                         fn(**inputs)
                         torch.cuda.synchronize()

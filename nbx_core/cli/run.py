@@ -129,6 +129,8 @@ def describe_plan(about: dict[str, Any]) -> str:
         lines[0] += f", {about['folded_batch_norms']} batch norms folded into convolutions"
     if about.get("channels_last_convolutions"):
         lines[0] += f", {about['channels_last_convolutions']} convolutions on channels-last inputs"
+    if about.get("merged_linears"):
+        lines[0] += f", {about['merged_linears']} linear layers merged into the product of a sibling"
     if not about.get("planned"):
         lines.append(f"  not planned: {about['reason']}; the program runs node by node")
         return "\n".join(lines)

@@ -145,12 +145,4 @@ def fold_batch_norms(graph: Graph, weights: Mapping[str, Any]) -> tuple[Graph, d
     if not dropped:
         return graph, dict(weights), 0
     nodes = [replaced.get(n.index, n) for n in graph.nodes if n.index not in dropped]
-    nodes = [dataclasses.replace(n, index=i) for i, n in enumerate(nodes)]
-    used = {name for node in nodes for name in node.reads()} | kept
-    specs_after = [w for w in graph.weights if w.name in used] + new_specs
-    keys = {w.key for w in specs_after}
-    return (
-        dataclasses.replace(graph, nodes=tuple(nodes), weights=tuple(specs_after)),
-        {k: v for k, v in out_weights.items() if k in keys},
-        len(dropped),
-    )
+    return (*graph.with_nodes(nodes, out_weights, new_specs), len(dropped))

@@ -7,6 +7,7 @@ graph is :mod:`nbx_core.graph.writer`. Nothing here imports torch, and nothing i
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Callable, Mapping
@@ -198,6 +199,20 @@ class Graph:
             return name
 
         return fresh
+
+    def with_nodes(
+        self, nodes: list[Node], weights: Mapping[str, Any], added: list[WeightSpec]
+    ) -> tuple[Graph, dict[str, Any]]:
+        """For passes that rewrite nodes: the graph running ``nodes`` (renumbered in order), with the
+        weights they, the outputs or the mutations still read plus ``added``, and ``weights`` (by
+        key) narrowed to those."""
+        nodes = [dataclasses.replace(n, index=i) for i, n in enumerate(nodes)]
+        used = {name for node in nodes for name in node.reads()} | {o.name for o in self.outputs}
+        used |= {m.target for m in self.mutations} | {m.value for m in self.mutations}
+        specs = [w for w in self.weights if w.name in used] + added
+        keys = {w.key for w in specs}
+        graph = dataclasses.replace(self, nodes=tuple(nodes), weights=tuple(specs))
+        return graph, {k: v for k, v in weights.items() if k in keys}
 
     def op_counts(self) -> dict[str, int]:
         """How many nodes call each op name, in order of first use."""

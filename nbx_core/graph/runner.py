@@ -44,6 +44,7 @@ from .fold import fold_batch_norms
 from .format import DeviceArg, Graph, Node, Ref, Sym, TensorSpec
 from .layout import channels_last_convolutions
 from .rewrite import Fusion, rewrite
+from .siblings import merge_sibling_linears
 from .symbolic import Expr
 
 if TYPE_CHECKING:
@@ -169,9 +170,11 @@ class Program:
         self.fusions: list[Fusion] = []
         self.folded_batch_norms = 0
         self.channels_last_convolutions = 0
+        self.merged_linears = 0
         if fusion:
             graph, weights, self.folded_batch_norms = fold_batch_norms(graph, weights)
             graph, weights, self.channels_last_convolutions = channels_last_convolutions(graph, weights)
+            graph, weights, self.merged_linears = merge_sibling_linears(graph, weights)
             graph, self.fusions = rewrite(graph, self._registry.patterns(), self._registry.provides)
         self.graph = graph
         self.planning = planning
@@ -348,7 +351,8 @@ class Program:
 
         about: dict[str, Any] = {"nodes": len(self.graph.nodes), "patterns": _pattern_counts(self.fusions),
                                  "folded_batch_norms": self.folded_batch_norms,
-                                 "channels_last_convolutions": self.channels_last_convolutions}
+                                 "channels_last_convolutions": self.channels_last_convolutions,
+                                 "merged_linears": self.merged_linears}
         if not self.planning:
             return about | {"planned": False, "reason": "planning is off (planning=False)"}
         plan = self.plan_for(*args, **kwargs)
