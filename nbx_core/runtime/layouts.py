@@ -6,8 +6,10 @@ runtime's choice, as it is torch.compile's: a Program runs its nodes within :fun
 and :mod:`nbx_core.runtime.pointwise` then makes a result row-major unless torch's rule makes it
 channels-last (which the convolutions after it want). A transposed operand, such as Whisper's
 permuted convolution output feeding its residual stream, would otherwise lay out every later
-residual add, and the matrix products and layer norms around them, transposed. This module
-imports no Triton, so that loading a graph does not.
+residual add, and the matrix products and layer norms around them, transposed. nbx-attention's
+``scaled_dot_product_attention`` writes each position's heads side by side, as torch's CUDA
+kernels do, so merging the heads back after attention is a view. This module imports no Triton,
+so that loading a graph does not.
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ from nbx_core import dtypes as D
 from nbx_core.errors import NbxValueError, ShapeError
 from nbx_core.ops import views
 from nbx_core.ops.creation import full, zeros
+from nbx_core.runtime.layouts import in_program
 from nbx_core.shape import broadcast_shapes, numel
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 from nbx_core.tensor.args import (
@@ -153,7 +154,13 @@ def scaled_dot_product_attention(query: NBXTensor, key: NBXTensor, value: NBXTen
     _check_dropout(op, dropout_p)
     sc = _scale(op, scale, query.shape[-1])
     lead = _lead_shape(op, query, key, value, bool(enable_gqa))
-    out = empty_tensor((*lead, query.shape[-2], value.shape[-1]), query.dtype, query.device)
+    shape = (*lead, query.shape[-2], value.shape[-1])
+    if in_program() and len(shape) == 4:
+        # Heads interleaved per position, as torch's CUDA kernels lay them out: the transpose(1, 2)
+        # and reshape back to (batch, sequence, features) that follow attention are then a view.
+        out = _permuted(shape, (0, 2, 1, 3), query.dtype, query.device)
+    else:
+        out = empty_tensor(shape, query.dtype, query.device)
     _attention(op, query, key, value, attn_mask, is_causal, sc, bool(enable_gqa), out, None, 0.0)
     return out
 
