@@ -1,15 +1,18 @@
 """A plan replayed as one CUDA graph.
 
 The graph is captured over memory of its own: copies of the inputs' bytes, and one block for the
-temporaries and the outputs' storages (:meth:`Plan._graph_storages`).
-A run copies each input into that memory, launches the graph, and copies each output storage out
-into fresh memory, so callers may keep what a run returns. Everything is queued on the current
-stream; the graph's private capture stream is used only while capturing.
+temporaries and the outputs' storages (:meth:`Plan._graph_storages`). A run copies each input into
+that memory and launches the graph. Its outputs are lent the graph's bytes
+(:class:`~nbx_core.memory.cuda.LentStorage`): the next run first moves every output still alive to
+memory of its own, so callers may keep what a run returns, and an output dropped before then
+costs no copy. Everything is queued on the current stream; the graph's private capture stream is
+used only while capturing.
 """
 
 from __future__ import annotations
 
 import itertools
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,7 +27,7 @@ _ids = itertools.count(1 << 30)
 
 class PlanGraph:
     """``plan`` captured as a CUDA graph on copies of ``inputs``, its temporaries, weights and
-    output copies in ``storages`` (by storage index); :meth:`replay` runs it."""
+    outputs in ``storages`` (by storage index); :meth:`replay` runs it."""
 
     def __init__(self, plan: Any, inputs: Sequence[NBXTensor], storages: Sequence[Any]) -> None:
         driver = _cuda._driver()
@@ -41,7 +44,8 @@ class PlanGraph:
             )
             self.static[index] = allocate(lo + extent, plan.device)
             self.copies_in.append((index, lo, extent))
-        self.copies_out = [(index, nbytes) for index, nbytes, _ in plan.fresh]
+        self.outputs = [(index, nbytes) for index, nbytes, _ in plan.fresh]
+        self._lent: list[weakref.ref[_cuda.LentStorage]] = []  # the last run's outputs
         stream = _cuda.check(driver.cuStreamCreate(1), "cuStreamCreate")  # 1: non-blocking
         mode = driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
         ops = BoundOps(plan, self.static, skip_zero=frozenset())  # the graph zeroes its outputs itself
@@ -75,9 +79,13 @@ class PlanGraph:
         self.graph, self.stream = graph, stream
 
     def replay(self, st: list[Any]) -> None:
-        """Run the graph for the storages ``st`` of one run (inputs bound, outputs allocated)."""
+        """Run the graph for the storages ``st`` of one run (inputs bound); sets its outputs' storages."""
         driver = _cuda._driver()
         stream = _cuda.current_stream()
+        for ref in self._lent:  # before anything reads an input: the last run's output may be one
+            kept = ref()
+            if kept is not None:
+                kept.settle()
         for index, lo, nbytes in self.copies_in:
             if nbytes:
                 _cuda.check(
@@ -85,8 +93,9 @@ class PlanGraph:
                     "cuMemcpyDtoDAsync",
                 )
         _cuda.check(driver.cuGraphLaunch(self.exec, stream), "cuGraphLaunch")
-        for index, nbytes in self.copies_out:
-            if nbytes:
-                _cuda.check(
-                    driver.cuMemcpyDtoDAsync(st[index].ptr, self.static[index].ptr, nbytes, stream), "cuMemcpyDtoDAsync"
-                )
+        lent = []
+        for index, nbytes in self.outputs:
+            static = self.static[index]
+            st[index] = out = _cuda.LentStorage(static.ptr, nbytes, static.device, owner=static)
+            lent.append(weakref.ref(out))
+        self._lent = lent

@@ -49,7 +49,7 @@ def signature(tensors: Sequence[NBXTensor]) -> tuple:
             t._strides,
             t._offset,
             t._storage.device,
-            t.data_ptr() % 16 == 0,
+            t._data_ptr() % 16 == 0,
             first.setdefault(id(t._storage), i),
         )
         for i, t in enumerate(tensors)
@@ -152,7 +152,7 @@ class Plan:
         self._lock = threading.Lock()
         self.descriptor_blocks: dict[int, Any] = {}  # tensor-descriptor memory of the launches, by size
         self.cuda_graph: Any = None
-        self.graph_bytes = 0  # the CUDA graph's block (temporaries and output copies), once captured
+        self.graph_bytes = 0  # the CUDA graph's block (temporaries and outputs), once captured
 
     def _hosted_in_outputs(self, temps: list[int], first: dict[int, int]) -> dict[int, tuple[int, int]]:
         """Temporaries that live in an output's bytes: temporary -> (output storage, offset).
@@ -191,9 +191,9 @@ class Plan:
             st = [None] * self.nstorages if mem is None else list(mem.storages)
             for index, pos in self.inputs:
                 st[index] = inputs[pos]._storage
-            for index, nbytes, zero in self.fresh:
-                st[index] = allocate(nbytes, self.device, zero=zero and not graph)  # a graph copies all bytes out
-            if not graph:
+            if not graph:  # a graph lends its outputs its own bytes
+                for index, nbytes, zero in self.fresh:
+                    st[index] = allocate(nbytes, self.device, zero=zero)
                 for index, (out, off) in self.hosted.items():
                     st[index] = _sub_storage(st[out], off, self._nbytes[index])
             if mem is None:
@@ -222,7 +222,8 @@ class Plan:
 
     def use_cuda_graph(self, inputs: Sequence[NBXTensor]) -> None:
         """Replay the plan as one CUDA graph from now on (cuda backend): captured on copies of
-        ``inputs``; each run then copies its inputs in and its outputs out of the graph's memory."""
+        ``inputs``; each run then copies its inputs in, and its outputs borrow the graph's memory
+        until the next run (:mod:`nbx_core.graph.cudagraph`)."""
         if BACKEND != "cuda":
             raise GraphError("CUDA graphs need the cuda backend")
         with self._lock:
@@ -230,9 +231,9 @@ class Plan:
 
     def _graph_storages(self) -> list[Any]:
         """The storages a CUDA graph of the plan runs on: the weights, and one block holding the
-        temporaries and the outputs' copies. An output's copy lives from its first write to the end
-        of the run, so temporaries that die before that reuse its bytes (a language model's logits
-        hold most of the run's temporaries before the last matrix product writes them)."""
+        temporaries and the outputs. An output lives from its first write to the end of the run,
+        so temporaries that die before that reuse its bytes (a language model's logits hold most of
+        the run's temporaries before the last matrix product writes them)."""
         indices = list(self._lifetimes)
         offsets, self.graph_bytes = _arena.place(
             [self._nbytes[i] for i in indices], [self._lifetimes[i] for i in indices]

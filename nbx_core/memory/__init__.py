@@ -11,7 +11,7 @@ from .host import HostStorage
 if TYPE_CHECKING:
     from .cuda import CudaStorage
 
-__all__ = ["HostStorage", "Storage", "allocate"]
+__all__ = ["HostStorage", "Storage", "allocate", "settle"]
 
 Storage = HostStorage  # the protocol every storage follows; CudaStorage lives in memory.cuda
 
@@ -27,3 +27,11 @@ def allocate(nbytes: int, device: Device, zero: bool = False) -> HostStorage | C
         st = CudaStorage.allocate(nbytes, device, zero=zero)
     events.on_allocate(st, zero)
     return st
+
+
+def settle(storage: object) -> None:
+    """Give ``storage`` memory of its own before its address leaves NBX: a CUDA graph's output
+    lives in the graph's memory until the next run (:class:`~nbx_core.memory.cuda.LentStorage`)."""
+    own = getattr(storage, "settle", None)
+    if own is not None:
+        own()

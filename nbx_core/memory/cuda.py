@@ -282,6 +282,31 @@ class CudaStorage:
             _after_host_wait()
 
 
+class LentStorage(CudaStorage):
+    """Bytes of a CUDA graph's memory lent to one run's output (nbx_core.graph.cudagraph).
+
+    The graph writes there again at its next run, which first calls :meth:`settle` on every such
+    storage still alive; so does anything that hands the address to other code (DLPack export,
+    ``data_ptr()``). A storage dropped before then cost no copy at all."""
+
+    __slots__ = ()
+
+    def settle(self) -> None:
+        """Move the bytes to memory of this storage's own (a device copy on the current stream),
+        unless they were moved already."""
+        with _settle_lock:
+            if self._size or not self.nbytes:
+                return
+            own = CudaStorage.allocate(self.nbytes, self.device)
+            check(_driver().cuMemcpyDtoDAsync(own.ptr, self.ptr, self.nbytes, current_stream()), "cuMemcpyDtoDAsync")
+            # The storage takes the allocation over: it frees it when collected, and owes the graph nothing.
+            self.ptr, self._size, self._captured_in, self.owner = own.ptr, own._size, own._captured_in, None
+            own._size = 0
+
+
+_settle_lock = threading.Lock()
+
+
 def synchronize(device: Device | None = None) -> None:
     """Wait for every kernel queued on the NBX stream."""
     ensure_context(ordinal(device))

@@ -140,7 +140,7 @@ def _spec(value: Any) -> Any:
     if t is int:
         return (value == 1, value & 15 == 0, -2147483648 <= value <= 2147483647)
     if t is NBXTensor:
-        return (value.dtype, value.data_ptr() & 15 == 0)
+        return (value.dtype, value._data_ptr() & 15 == 0)
     if t is tuple:
         return tuple(map(_spec, value))
     if t is float:
@@ -230,7 +230,7 @@ class _CudaPtr:
     __slots__ = ("ptr", "dtype")
 
     def __init__(self, t: NBXTensor) -> None:
-        self.ptr = t.data_ptr()
+        self.ptr = t._data_ptr()
         self.dtype = t.dtype
 
     def data_ptr(self) -> int:

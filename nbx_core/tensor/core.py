@@ -18,7 +18,7 @@ from .. import backend as _backend
 from .. import dtypes as D
 from ..device import CPU, Device, as_device
 from ..errors import IndexOutOfRangeError, NbxTypeError, NbxValueError
-from ..memory import allocate, events
+from ..memory import allocate, events, settle
 from ..memory.host import HostStorage
 from ..shape import contiguous_strides, is_contiguous, numel
 from . import dlpack, printing
@@ -86,6 +86,13 @@ class NBXTensor(TensorMethods):
         return self._storage
 
     def data_ptr(self) -> int:
+        """The address of the first element, valid while the tensor lives. A CUDA graph's output
+        moves to memory of its own first (:func:`nbx_core.memory.settle`)."""
+        settle(self._storage)
+        return self._storage.ptr + self._offset * self.dtype.itemsize
+
+    def _data_ptr(self) -> int:
+        """The address of the first element now, for a launch (a graph's output may move later)."""
         return self._storage.ptr + self._offset * self.dtype.itemsize
 
     def is_contiguous(self) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 from .. import dtypes as D
 from ..device import CPU, Device
 from ..errors import DeviceError, NbxError, NbxTypeError
+from ..memory import settle
 
 _CPU, _CUDA = 1, 2
 _CODES = {  # DLDataTypeCode per NBX dtype
@@ -111,6 +112,7 @@ def to_dlpack(t: Any, stream: Any = None, max_version: Any = None) -> Any:
     if t.device.type == "cuda":
         from ..memory.cuda import synchronize
 
+        settle(t.storage)  # another library may keep the address: a graph's output must not move later
         if stream not in (None, 1, 2):
             synchronize(t.device)
     managed = _DLManagedTensor()

@@ -30,7 +30,7 @@ def tma_readable(t: NBXTensor, inner_stride: int, row_stride: int, batch_strides
     return (
         inner_stride == 1
         and row_stride > 0
-        and t.data_ptr() % 16 == 0
+        and t._data_ptr() % 16 == 0
         and all((s * size) % 16 == 0 for s in (row_stride, *batch_strides))
     )
 
