@@ -36,6 +36,7 @@ from ..errors import (
 )
 from ..registry import Registry, get_registry
 from ..runtime.layouts import program_layouts
+from ..runtime.memo import run_memo
 from ..shape import infer_size
 from ..tensor import NBXTensor, from_dlpack, from_numpy
 from .aliases import VIEW_OPS, is_in_place
@@ -183,6 +184,9 @@ class Program:
         self._plans: dict[tuple, Plan | Unplanned] = {}
         self._kernels = resolve_ops(graph, self._registry)
         self._copyable_views = copyable_views(graph)
+        # Values derived from a node's inputs may be reused within a run (nbx_core.runtime.memo)
+        # only where no node writes in place and no buffer is updated.
+        self._functional = not graph.mutations and not any(is_in_place(n.op) for n in graph.nodes)
         if self._copyable_views:
             self._view_or_copy = _view_or_copy(self._kernels[VIEW], self._registry)
         self._frees = plan_frees(graph)
@@ -369,7 +373,8 @@ class Program:
 
     def _run_nodes(self, inputs: dict[str, Any], dims: _Dims, recorder: Recorder | None = None,
                    ) -> dict[str, NBXTensor]:
-        with self._buffer_lock, program_layouts():
+        memo = run_memo() if self._functional else nullcontext()
+        with self._buffer_lock, program_layouts(), memo:
             env = {w.name: self._buffers[w.key] for w in self.graph.weights} | inputs
             for node, frees in zip(self.graph.nodes, self._frees, strict=True):
                 if recorder is not None:

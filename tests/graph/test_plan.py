@@ -325,3 +325,40 @@ def test_attention_heads_merge_back_without_a_copy(tmp_path):
     # (batch, sequence, features) is a view: the plan copies nothing.
     kernels = prog.describe(x)["kernels"]
     assert "_copy_kernel" not in kernels and "_attn_fwd_kernel" in kernels, kernels
+
+
+class _MaskedLayers(torch.nn.Module):
+    """Two attention layers reading one padding mask, as every layer of an encoder does."""
+
+    def __init__(self, in_place: bool) -> None:
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(16, 48), torch.nn.Linear(16, 48)
+        self.in_place = in_place
+
+    def _attend(self, layer: torch.nn.Linear, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        b, s, _ = x.shape
+        q, k, v = (t.view(b, s, 2, 8).transpose(1, 2) for t in layer(x).split(16, dim=-1))
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        return y.transpose(1, 2).reshape(b, s, 16)
+
+    def forward(self, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+        mask = keep[:, None, None, :].expand(-1, 1, keep.shape[1], -1)
+        h = self._attend(self.a, x, mask)
+        if self.in_place:
+            h.mul_(0.5)
+        return self._attend(self.b, h, mask)
+
+
+@pytest.mark.parametrize("in_place", [False, True])
+def test_a_mask_every_layer_reads_is_summarised_once_per_run(in_place, tmp_path):
+    torch.manual_seed(7)
+    module = _MaskedLayers(in_place).eval()
+    x, keep = torch.randn(2, 80, 16), torch.ones(2, 80, dtype=torch.bool)
+    keep[1, 60:] = False  # 80 keys: more than one key block, so the mask is summarised
+    prog = load(export_module(module, (x, keep), tmp_path / "masked.nbx"), device=kernel_device_type())
+    with torch.no_grad():
+        want = module(x, keep).numpy()
+    for _ in range(2):
+        np.testing.assert_allclose(prog(x, keep).numpy(), want, rtol=1e-5, atol=1e-5)
+    # A graph that writes in place gives up the reuse: a write could change what was summarised.
+    assert prog.describe(x, keep)["kernels"]["_mask_blocks_kernel"] == (2 if in_place else 1)

@@ -39,6 +39,7 @@ from pathlib import Path
 from nbx_core.runtime.kernels.dot import dot_operand
 from nbx_core.runtime.kernels.tickets import last_to_arrive, tickets
 from nbx_core.runtime.launch import TRAITS, cdiv, launch, multiprocessors, next_pow2
+from nbx_core.runtime.memo import memoized
 
 # isort: split
 import triton
@@ -367,7 +368,12 @@ def flash_forward(q: NBXTensor, k: NBXTensor, v: NBXTensor, mask: NBXTensor | No
     ms = mask.stride() if mask is not None else (0, 0, 0, 0)
     ls = lse.stride() if lse is not None else (0, 0, 0)
     # A mask over more than one key block is summarised first (splits keep their key ranges).
-    blocks = mask_blocks(mask, bm, bn, causal) if mask is not None and not split and S > bn else None
+    blocks = None
+    if mask is not None and not split and S > bn:
+        # Every layer of a model passes the same mask: summarised once per Program run.
+        storage = mask.storage
+        key = ("mask_blocks", id(storage), mask.storage_offset(), mask.shape, mask.stride(), mask.dtype, bm, bn, causal)
+        blocks = memoized(key, storage, lambda: mask_blocks(mask, bm, bn, causal))
     lists = (blocks.full, blocks.partial, blocks.counts, blocks.batch_stride, blocks.head_stride, blocks.blocks) \
         if blocks is not None else (out, out, out, 0, 0, 0)
     launch(_attn_fwd_kernel, (cdiv(L, bm), Z * H, n_split), q, k, v, mask if mask is not None else q, out,
