@@ -131,6 +131,8 @@ def describe_plan(about: dict[str, Any]) -> str:
         lines[0] += f", {about['channels_last_convolutions']} convolutions on channels-last inputs"
     if about.get("merged_linears"):
         lines[0] += f", {about['merged_linears']} linear layers merged into the product of a sibling"
+    if about.get("dropped_copies"):
+        lines[0] += f", {about['dropped_copies']} copies only attention read dropped"
     if not about.get("planned"):
         lines.append(f"  not planned: {about['reason']}; the program runs node by node")
         return "\n".join(lines)

@@ -142,6 +142,24 @@ class Node:
     def where(self, file: str | Path) -> str:
         return f"{file}: node {self.index} {self.name!r} ({self.op})"
 
+    def renamed(self, names: Mapping[str, str], outputs: bool = True) -> Node:
+        """This node with the values of ``names`` (old -> new) renamed where it reads them, and
+        where it writes them when ``outputs``."""
+
+        def sub(value: Any) -> Any:
+            if isinstance(value, Ref):
+                return Ref(names.get(value.name, value.name))
+            if isinstance(value, list | tuple):
+                return type(value)(sub(v) for v in value)
+            return value
+
+        return dataclasses.replace(
+            self,
+            args=sub(self.args),
+            kwargs={k: sub(v) for k, v in self.kwargs.items()},
+            outputs=tuple(names.get(o, o) if o and outputs else o for o in self.outputs),
+        )
+
 
 def _collect_refs(value: Any, names: list[str]) -> None:
     if isinstance(value, Ref):

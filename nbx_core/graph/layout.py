@@ -61,7 +61,7 @@ def channels_last_convolutions(graph: Graph, weights: Mapping[str, Any]) -> tupl
     converted: set[str] = set()
     count = 0
     for node in graph.nodes:
-        node = _renamed(node, alias, outputs=False) if alias else node
+        node = node.renamed(alias, outputs=False) if alias else node
         plan = _CONVOLUTIONS.get(node.op)
         src = node.args[0] if node.args else None
         w_at, rank, transposed_at = plan if plan else (0, None, None)
@@ -134,7 +134,7 @@ def channels_last_convolutions(graph: Graph, weights: Mapping[str, Any]) -> tupl
             )
         outputs.append(spec)
     if renamed:
-        nodes = [_renamed(n, renamed) for n in nodes]
+        nodes = [n.renamed(renamed) for n in nodes]
     nodes = [dataclasses.replace(n, index=i) for i, n in enumerate(nodes + tail)]
     specs_after = [w for w in graph.weights if w.name not in new_specs] + list(new_specs.values())
     keys = {w.key for w in specs_after}
@@ -142,23 +142,4 @@ def channels_last_convolutions(graph: Graph, weights: Mapping[str, Any]) -> tupl
         dataclasses.replace(graph, nodes=tuple(nodes), weights=tuple(specs_after), outputs=tuple(outputs)),
         {k: v for k, v in out_weights.items() if k in keys},
         count,
-    )
-
-
-def _renamed(node: Node, names: Mapping[str, str], outputs: bool = True) -> Node:
-    """``node`` with the values of ``names`` (old -> new) renamed where it reads them, and where
-    it writes them when ``outputs``."""
-
-    def sub(value: Any) -> Any:
-        if isinstance(value, Ref):
-            return Ref(names.get(value.name, value.name))
-        if isinstance(value, list | tuple):
-            return type(value)(sub(v) for v in value)
-        return value
-
-    return dataclasses.replace(
-        node,
-        args=sub(node.args),
-        kwargs={k: sub(v) for k, v in node.kwargs.items()},
-        outputs=tuple(names.get(o, o) if o and outputs else o for o in node.outputs),
     )

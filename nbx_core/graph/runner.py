@@ -41,6 +41,7 @@ from ..shape import infer_size
 from ..tensor import NBXTensor, from_dlpack, from_numpy
 from .aliases import VIEW_OPS, is_in_place
 from .capture import CapturedProgram, capture
+from .copies import drop_attention_copies
 from .fold import fold_batch_norms
 from .format import DeviceArg, Graph, Node, Ref, Sym, TensorSpec
 from .layout import channels_last_convolutions
@@ -172,10 +173,12 @@ class Program:
         self.folded_batch_norms = 0
         self.channels_last_convolutions = 0
         self.merged_linears = 0
+        self.dropped_copies = 0
         if fusion:
             graph, weights, self.folded_batch_norms = fold_batch_norms(graph, weights)
             graph, weights, self.channels_last_convolutions = channels_last_convolutions(graph, weights)
             graph, weights, self.merged_linears = merge_sibling_linears(graph, weights)
+            graph, self.dropped_copies = drop_attention_copies(graph)
             graph, self.fusions = rewrite(graph, self._registry.patterns(), self._registry.provides)
         self.graph = graph
         self.planning = planning
@@ -356,7 +359,7 @@ class Program:
         about: dict[str, Any] = {"nodes": len(self.graph.nodes), "patterns": _pattern_counts(self.fusions),
                                  "folded_batch_norms": self.folded_batch_norms,
                                  "channels_last_convolutions": self.channels_last_convolutions,
-                                 "merged_linears": self.merged_linears}
+                                 "merged_linears": self.merged_linears, "dropped_copies": self.dropped_copies}
         if not self.planning:
             return about | {"planned": False, "reason": "planning is off (planning=False)"}
         plan = self.plan_for(*args, **kwargs)
