@@ -55,3 +55,41 @@ def test_without_fusion_the_copies_stay_and_the_plan_says_what_was_dropped(tmp_p
     assert sum(n.op == "aten::contiguous.default" for n in prog.graph.nodes) == 3
     about = {"nodes": 9, "patterns": {}, "dropped_copies": 3, "planned": False, "reason": "planning is off"}
     assert describe_plan(about).splitlines()[0] == "plan: 9 nodes, 3 copies only attention read dropped"
+
+
+class _Grouped(torch.nn.Module):
+    """Grouped-query attention as transformers writes it: 4 query heads share each of 2 key/value heads."""
+
+    def __init__(self, reuse: bool = False) -> None:
+        super().__init__()
+        self.q, self.kv = torch.nn.Linear(16, 64), torch.nn.Linear(16, 64)
+        self.reuse = reuse
+
+    @staticmethod
+    def _repeat(x: torch.Tensor, n: int) -> torch.Tensor:
+        b, h, s, d = x.shape
+        return x[:, :, None, :, :].expand(b, h, n, s, d).reshape(b, h * n, s, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, s, _ = x.shape
+        q = self.q(x).view(b, s, 8, 8).transpose(1, 2)
+        k, v = (t.view(b, s, 2, 16).transpose(1, 2)[..., :8] for t in self.kv(x).split(32, dim=-1))
+        k, v = self._repeat(k, 4), self._repeat(v, 4)
+        y = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return y + v if self.reuse else y  # reuse: the repeated values are read again
+
+
+@pytest.mark.parametrize(("reuse", "dropped"), [(False, 2), (True, 1)])
+def test_repeated_key_and_value_heads_become_grouped_attention(reuse, dropped, tmp_path):
+    torch.manual_seed(9)
+    module, x = _Grouped(reuse).eval(), torch.randn(2, 6, 16)
+    prog = load(export_module(module, (x,), tmp_path / "gqa.nbx"), device=kernel_device_type())
+    assert prog.dropped_copies == dropped
+    attention = next(n for n in prog.graph.nodes if n.op == "aten::scaled_dot_product_attention.default")
+    assert attention.kwargs.get("enable_gqa") is True
+    assert sum(n.op == "aten::expand.default" for n in prog.graph.nodes) == 2 - dropped
+    if numeric():
+        with torch.no_grad():
+            want = module(x).numpy()
+        for _ in range(2):
+            np.testing.assert_allclose(prog(x).numpy(), want, rtol=1e-5, atol=1e-5)
