@@ -7,7 +7,8 @@ node by node under a :class:`~nbx_core.trace.Recorder`. What it records becomes 
   broadcasting, type promotion, tile choices, views) is not repeated;
 - the temporary buffers placed in one arena from their lifetimes (:mod:`nbx_core.arena`), or in
   the bytes of an output that is written after they die;
-- the outputs allocated fresh at every run, so a caller may keep them.
+- the outputs allocated fresh at every run, so a caller may keep them (a CUDA graph's run lends
+  them the graph's memory until the next run: :mod:`nbx_core.graph.cudagraph`).
 
 A later run of the signature binds the inputs and launches. On the cuda backend the launches go
 straight to the compiled kernels, or replay as one CUDA graph (:meth:`Plan.use_cuda_graph`). A
