@@ -68,7 +68,7 @@ def drop_attention_copies(graph: Graph) -> tuple[Graph, int]:
     for node in graph.nodes:
         if node.op != _ATTENTION or node.kwargs.get("enable_gqa"):
             continue
-        for pos in (1, 2):
+        for pos in (1, 2)[: max(0, len(node.args) - 1)]:  # key and value, where given by position
             chain = _repeated_heads(node.args[pos], producer, readers, outputs)
             if chain is not None:
                 gqa.setdefault(node.index, {})[pos] = chain[0]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -93,3 +95,18 @@ def test_repeated_key_and_value_heads_become_grouped_attention(reuse, dropped, t
             want = module(x).numpy()
         for _ in range(2):
             np.testing.assert_allclose(prog(x).numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_attention_given_key_and_value_by_keyword_is_left_alone(tmp_path):
+    from nbx_core.graph.copies import drop_attention_copies
+
+    x = torch.randn(2, 6, 16)
+    graph = load(export_module(_Grouped().eval(), (x,), tmp_path / "gqa.nbx"), fusion=False).graph
+    nodes = [
+        dataclasses.replace(n, args=n.args[:1], kwargs={**n.kwargs, "key": n.args[1], "value": n.args[2]})
+        if n.op == "aten::scaled_dot_product_attention.default"
+        else n
+        for n in graph.nodes
+    ]
+    same, dropped = drop_attention_copies(dataclasses.replace(graph, nodes=tuple(nodes)))
+    assert dropped == 0 and same.nodes == tuple(nodes)
