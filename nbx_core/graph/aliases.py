@@ -8,6 +8,11 @@ shapes and dtypes are checked at the graph's boundary and values were checked wh
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .format import Graph
+
 ALIASES: dict[str, str] = {
     "aten::__and__": "aten::bitwise_and",
     "aten::__or__": "aten::bitwise_or",
@@ -128,6 +133,12 @@ def is_in_place(op: str) -> bool:
     """``aten::add_.Tensor``, ``aten::copy_.default``, ``aten::__iand__.Tensor``: ops that write into
     their first argument."""
     return op.partition("::")[2].partition(".")[0].endswith("_")
+
+
+def writes_in_place(graph: Graph) -> bool:
+    """Whether a node of ``graph`` writes into its first argument or the graph updates a buffer or
+    input: the values of a graph that does neither never change once made."""
+    return bool(graph.mutations) or any(is_in_place(n.op) for n in graph.nodes)
 
 
 def canonical(name: str) -> str:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from .aliases import is_in_place
+from .aliases import writes_in_place
 from .format import Graph, Node, Ref
 
 _CONTIGUOUS = "aten::contiguous.default"
@@ -35,7 +35,7 @@ _RESHAPES = ("aten::reshape.default", "aten::view.default", "aten::_unsafe_view.
 def drop_attention_copies(graph: Graph) -> tuple[Graph, int]:
     """``graph`` without the copies only attention reads (see the module docstring), and how many
     were dropped."""
-    if graph.mutations or any(is_in_place(n.op) for n in graph.nodes):
+    if writes_in_place(graph):
         return graph, 0
     outputs = {o.name for o in graph.outputs}
     readers: dict[str, list[tuple[int, bool]]] = {}  # value -> (reader, read only as q/k/v)

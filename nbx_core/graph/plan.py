@@ -185,7 +185,8 @@ class Plan:
 
     # -- running -------------------------------------------------------------------------------------
     def run(self, inputs: Sequence[NBXTensor]) -> list[NBXTensor]:
-        """Launch the plan on ``inputs`` (tensors of the planned signature); the outputs, fresh."""
+        """Launch the plan on ``inputs`` (tensors of the planned signature); the outputs, fresh or
+        (a CUDA graph's) lent the graph's memory until the next run."""
         with self._lock:
             graph = self.cuda_graph is not None
             mem = None if graph else self._memory_here()

@@ -39,7 +39,7 @@ from ..runtime.layouts import program_layouts
 from ..runtime.memo import run_memo
 from ..shape import infer_size
 from ..tensor import NBXTensor, from_dlpack, from_numpy
-from .aliases import VIEW_OPS, is_in_place
+from .aliases import VIEW_OPS, is_in_place, writes_in_place
 from .capture import CapturedProgram, capture
 from .copies import drop_attention_copies
 from .fold import fold_batch_norms
@@ -189,7 +189,7 @@ class Program:
         self._copyable_views = copyable_views(graph)
         # Values derived from a node's inputs may be reused within a run (nbx_core.runtime.memo)
         # only where no node writes in place and no buffer is updated.
-        self._functional = not graph.mutations and not any(is_in_place(n.op) for n in graph.nodes)
+        self._functional = not writes_in_place(graph)
         if self._copyable_views:
             self._view_or_copy = _view_or_copy(self._kernels[VIEW], self._registry)
         self._frees = plan_frees(graph)

@@ -82,13 +82,19 @@ def test_rotary_matches_the_ops_it_replaces(dtype, trig):
         assert (to_torch(got).double() - want).abs().max() <= (chain - want).abs().max() + 1e-6
 
 
-def test_rotary_runs_the_written_ops_for_uneven_halves_and_mixed_dtypes():
+def test_rotary_runs_the_written_ops_for_uneven_halves_mixed_dtypes_and_numbers():
     x, cos = make((2, 8, 8), "float32"), make((2, 8, 8), "float32", seed=1)
-    for sin, half in ((make((8,), "float64", seed=2), 4), (make((8,), "float32", seed=2), 3)):
-        got = run_op("nbx::rotary", x, cos, sin, 2, half)
+    cases = [
+        (x, cos, make((8,), "float64", seed=2), 4),
+        (x, cos, make((8,), "float32", seed=2), 3),
+        (x, 0.5, make((8,), "float32", seed=2), 4),  # mul.Tensor takes a Python number too
+        (make((2, 8), "int64", low=-5, high=5), cos[0, :2], 2.0, 4),
+    ]
+    for t, c, s, half in cases:
+        got = run_op("nbx::rotary", t, c, s, t.ndim - 1, half)
         if numeric():
-            rotated = torch.cat((-x[..., half:], x[..., :half]), -1)
-            assert_close(got, x * cos + rotated * sin)
+            rotated = torch.cat((-t[..., half:], t[..., :half]), -1)
+            assert_close(got, t * c + rotated * s)
 
 
 class _Rope(torch.nn.Module):

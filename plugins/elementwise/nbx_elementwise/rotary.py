@@ -11,7 +11,7 @@ expression one call of this op, which writes each half of the result in one elem
 with ``x1, x2`` the halves of ``x`` along its last dim, computed in float32 and rounded once (the
 unfused chain rounds each of its four results). Any other case the pattern matched (the halves
 taken along another dim, mixed dtypes, or ``cos``/``sin`` wider than ``x``) runs the ops the
-graph wrote.
+graph wrote, as do non-float tensors and Python numbers for ``cos`` or ``sin``.
 """
 
 from __future__ import annotations
@@ -44,14 +44,15 @@ def rotary(x: NBXTensor, cos: NBXTensor, sin: NBXTensor, dim: int, half: int) ->
     """``nbx::rotary``: ``x * cos + cat((-x2, x1), -1) * sin`` where ``x1 = x[:half]`` and
     ``x2 = x[half:]`` along ``dim`` (see the module docstring)."""
     op = "nbx::rotary"
-    for name, t in (("x", x), ("cos", cos), ("sin", sin)):
-        tensor_arg(op, t, name, dtypes=FLOATING)
-    last = x.ndim - 1
+    tensor_arg(op, x, "x")
     if (
-        x.ndim
-        and dim in (-1, last)
-        and 2 * half == x.shape[-1]
+        isinstance(cos, NBXTensor)
+        and isinstance(sin, NBXTensor)
+        and x.dtype in FLOATING
         and x.dtype is cos.dtype is sin.dtype
+        and x.ndim
+        and dim in (-1, x.ndim - 1)
+        and 2 * half == x.shape[-1]
         and broadcast_shapes(op, x.shape, cos.shape, sin.shape) == x.shape
     ):
         out = empty_tensor(x.shape, x.dtype, x.device)
