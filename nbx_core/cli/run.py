@@ -139,7 +139,9 @@ def describe_plan(about: dict[str, Any]) -> str:
     fused = about.get("fused") or {}
     lines.append(f"  {about['launches']} launches, {about['zero_fills']} zero fills; fused: "
                  f"{fused.get('elementwise_kernels', 0)} elementwise kernels and {fused.get('epilogues', 0)} "
-                 f"epilogues in place of {fused.get('launches_removed', 0)} launches")
+                 f"epilogues in place of {fused.get('launches_removed', 0)} launches"
+                 + (f"; {about['hoisted_launches']} launches of shape-only values ran once, their results kept "
+                    f"({about['hoisted_bytes'] / 2**20:.2f} MiB)" if about.get("hoisted_launches") else ""))
     hosted = about.get("temporaries_in_outputs", 0)
     graph = "yes" if about["cuda_graph"] else "no"
     if about.get("cuda_graph_bytes"):

@@ -34,6 +34,7 @@ from ..runtime.trace import Launch, TensorArg, Trace, Zero, bind, tensor_args
 from ..tensor import NBXTensor
 from .bound import BoundOps
 from .cudagraph import PlanGraph
+from .hoist import hoist
 
 HOSTED_MIN_BYTES = 8 << 20
 """The arena bytes a run must save before outputs host temporaries (:meth:`Plan._hosted_in_outputs`)."""
@@ -100,14 +101,22 @@ class Plan:
     """Launches over fixed memory for one input signature; see the module docstring."""
 
     def __init__(
-        self, trace: Trace, outputs: Sequence[TensorArg], device: Device, fused: dict[str, int] | None = None
+        self,
+        trace: Trace,
+        outputs: Sequence[TensorArg],
+        device: Device,
+        fused: dict[str, int] | None = None,
+        fixed: frozenset[int] = frozenset(),
     ) -> None:
-        storages = trace.storages
         self.device = device
         self.fused = fused or {}
         self.graph_reason: str | None = None  # why the plan is not replayed as a CUDA graph, if it was tried
+        # Launches of nodes that only the input shapes determine run here, once (nbx_core.graph.hoist).
+        hoisted = hoist(trace.ops, trace.storages, fixed, device)
+        storages = hoisted.storages
+        self.hoisted_launches, self.hoisted_bytes = hoisted.launches, hoisted.kept_bytes
         self.ops: list[Launch | Zero] = [
-            op for op in trace.ops if isinstance(op, Launch) or storages[op.storage].kind != "const"
+            op for op in hoisted.ops if isinstance(op, Launch) or storages[op.storage].kind != "const"
         ]
         self.outputs = tuple(outputs)
         self.checks = trace.checks
@@ -267,6 +276,8 @@ class Plan:
             "zero_fills": sum(isinstance(op, Zero) for op in self.ops),
             "kernels": dict(sorted(kernels.items(), key=lambda kv: -kv[1])),
             "fused": self.fused,
+            "hoisted_launches": self.hoisted_launches,
+            "hoisted_bytes": self.hoisted_bytes,
             "arena_bytes": self.arena_bytes,
             "temporaries": len(self.slots) + len(self.hosted),
             "temporaries_in_outputs": len(self.hosted),

@@ -322,6 +322,7 @@ class Program:
         """Run node by node, recording the run; the results and the plan made of the recording."""
         from ..runtime.fusion import fuse
         from ..runtime.trace import Recorder
+        from .hoist import fixed_nodes
         from .plan import Plan, Unplanned, draws_random
         if any(m.kind == "buffer" for m in self.graph.mutations):
             return self._run_nodes(inputs, dims), Unplanned("the graph updates its buffers at every run")
@@ -335,7 +336,7 @@ class Program:
         if trace.unreplayable:
             return results, Unplanned(trace.unreplayable)
         stats = fuse(trace, {o.storage for o in outputs}) if self.fusion else None
-        plan = Plan(trace, outputs, self.device, stats)
+        plan = Plan(trace, outputs, self.device, stats, fixed_nodes(self.graph) if self.fusion else frozenset())
         if self.cuda_graphs and backend.current() == "cuda":
             try:
                 plan.use_cuda_graph(tensors)

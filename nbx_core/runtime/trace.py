@@ -14,6 +14,7 @@ be replayed: the recorder keeps the first such event as :attr:`Trace.unreplayabl
 
 from __future__ import annotations
 
+import gc
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -118,6 +119,9 @@ class Recorder:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        # Memory held only by reference cycles is not kept by anyone: collect it before classing
+        # storages as kept (Triton's interpreter leaves a cycle holding the storages of each launch).
+        gc.collect()
         events.set_observer(self._prev)
         end = len(self.trace.ops)
         for index, ref in self._live_temps.items():
