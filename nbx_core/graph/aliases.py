@@ -51,6 +51,8 @@ ALIASES: dict[str, str] = {
 OVERLOAD_ALIASES: dict[str, str] = {
     "aten::swapaxes.default": "aten::transpose.int",
     "aten::swapdims.default": "aten::transpose.int",
+    # torch.tensor(value) inside forward: a copy of a constant; clone's other argument is optional.
+    "aten::lift_fresh_copy.default": "aten::clone.default",
 }
 
 DROPPED: frozenset[str] = frozenset(

@@ -142,7 +142,7 @@ class _Exporter:
 
     def _expr(self, expr: sympy.Expr, where: str) -> str:
         """A sympy expression over input symbols as NBX's expression grammar (symbolic.py)."""
-        from torch.utils._sympy.functions import FloorDiv, Mod, PythonMod
+        from torch.utils._sympy.functions import FloorDiv, Max, Min, Mod, PythonMod
 
         def text(e: sympy.Expr, tight: bool) -> str:
             if e.is_Integer:
@@ -167,8 +167,8 @@ class _Exporter:
                 return f"({text(e.args[0], True)}//{text(e.args[1], True)})"
             if isinstance(e, Mod | PythonMod | sympy.Mod):
                 return f"({text(e.args[0], True)}%{text(e.args[1], True)})"
-            if isinstance(e, sympy.Max | sympy.Min):
-                fn = "max" if isinstance(e, sympy.Max) else "min"
+            if isinstance(e, sympy.Max | sympy.Min | Max | Min):  # torch's shape env has its own Max, Min
+                fn = "max" if isinstance(e, sympy.Max | Max) else "min"
                 return f"{fn}({', '.join(text(a, False) for a in e.args)})"
             raise ExportError(
                 f"{where}: symbolic size {expr} uses {type(e).__name__}, which NBX graphs cannot "

@@ -96,6 +96,20 @@ def test_fully_masked_rows_give_zeros():
             assert (nbx_core.testing.to_torch(got)[:, :, 1] == 0).all()
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+def test_rows_masked_with_the_lowest_finite_value_are_uniform(dtype):
+    """transformers masks padding with finfo.min, not -inf: a row masked so everywhere (a padded query
+    under a causal float mask) weighs every key alike, as in torch, and is not empty."""
+    q, k, v = (t.to(dtype) for t in qkv(L=5, S=70))
+    low = torch.finfo(dtype).min
+    mask = torch.zeros(5, 70, dtype=dtype).masked_fill(torch.ones(5, 70).triu(1).bool(), low)
+    mask[0] = low
+    mask[3, 40:] = float("-inf")
+    got = check_op(SDPA, q, k, v, mask)
+    if nbx_core.testing.numeric():
+        assert nbx_core.testing.to_torch(got)[:, :, 0].abs().sum() > 0
+
+
 def test_mask_dtypes():
     q, k, v = qkv(dtype="float16")
     check_op(SDPA, q, k, v, make((5, 7), "float16"))

@@ -202,6 +202,30 @@ def test_dim_without_upper_bound_exports_as_unbounded(tmp_path):
     assert read_graph(path).symbols["n"].max is None
 
 
+class Bounded(nn.Module):
+    """A constant made in forward (``aten::lift_fresh_copy``) and sizes bounded by min and max, which
+    torch's shape environment writes with its own Max and Min."""
+
+    def __init__(self):
+        super().__init__()
+        self.table = nn.Parameter(torch.randn(16, 4))
+
+    def forward(self, x):
+        scaled = x / torch.sqrt(torch.tensor(4.0))
+        rows = self.table[: min(x.size(0), 5)]
+        return scaled, rows * x.sum(), x.sum(1, keepdim=True).expand(x.size(0), torch.sym_max(2, x.size(1) - 3))
+
+
+def test_constants_made_in_forward_and_sizes_bounded_by_min_and_max(tmp_path):
+    registry = torch_registry()
+    dims = ({0: torch.export.Dim("n", min=2, max=12), 1: torch.export.Dim("m", min=2, max=12)},)
+    runs = [(torch.randn(3, 8),), (torch.randn(9, 4),), (torch.randn(2, 3),)]
+    path = _run_both(Bounded(), runs[0], tmp_path / "b.nbx", registry, dims, runs=runs)
+    assert "aten::clone.default" in _ops(path)
+    text = json.dumps(read_graph(path).document)
+    assert "min(" in text and "max(" in text
+
+
 class Counter(nn.Module):
     def __init__(self):
         super().__init__()
@@ -254,6 +278,7 @@ def test_alias_table():
     assert canonical("aten::multiply.Tensor") == "aten::mul.Tensor"
     assert canonical("aten::__and__.Tensor") == "aten::bitwise_and.Tensor"
     assert canonical("aten::swapaxes.default") == "aten::transpose.int"
+    assert canonical("aten::lift_fresh_copy.default") == "aten::clone.default"
     assert canonical("aten::add.Tensor") == "aten::add.Tensor"
 
 

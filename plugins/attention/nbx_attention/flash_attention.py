@@ -89,7 +89,11 @@ def _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, of
         if MASK_KIND == 1:
             qk = tl.where(tl.load(mptr, mask=mok, other=0) != 0, qk, float("-inf"))
         else:
-            qk += tl.load(mptr, mask=mok, other=0.0).to(ACC) * 1.4426950408889634
+            # In base 2 the mask's finite values stay finite: a row masked with finfo.min everywhere
+            # (padding under a float mask) is uniform in torch, not empty.
+            mv = tl.load(mptr, mask=mok, other=0.0).to(ACC)
+            lowest = -1.7976931348623157e308 if ACC == tl.float64 else -3.4028234663852886e38
+            qk += tl.where(mv == float("-inf"), mv, tl.maximum(mv * 1.4426950408889634, lowest))
     if EDGE:
         ok = kv_ok[None, :]
         if CAUSAL:
