@@ -29,6 +29,7 @@ import torch.fx as fx
 import torch.utils._pytree as pytree
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind, TensorArgument
+from torch.utils._sympy.symbol import SymT, symbol_is_type
 
 from .. import dtypes as D
 from .. import opnames
@@ -112,6 +113,9 @@ class _Exporter:
         self.can_run = can_run
         self.nodes: list[dict[str, Any]] = []
         self.missing: dict[str, list[str]] = {}
+        # Size values a graph cannot express (a size read from data), raised only if a kept op reads them:
+        # the checks torch.export adds on them are dropped.
+        self.unexpressed: dict[fx.Node, ExportError] = {}
         self.symbols: dict[sympy.Symbol, str] = {}
         self.decompositions = _decompositions()
 
@@ -128,6 +132,8 @@ class _Exporter:
         debug = getattr(shape_env, "source_name_to_debug_name", {}) if shape_env is not None else {}
         table: dict[str, dict[str, int | None]] = {}
         for symbol, bounds in sorted(self.ep.range_constraints.items(), key=lambda kv: str(kv[0])):
+            if symbol_is_type(symbol, (SymT.UNBACKED_INT, SymT.UNBACKED_FLOAT)):
+                continue  # a size read from data (item(), nonzero): no input dim binds it
             sources = shape_env.var_to_sources.get(symbol, []) if shape_env is not None else []
             name = next((debug[s.name] for s in sources if s.name in debug), str(symbol))
             if not name.isidentifier() or name in table:
@@ -195,6 +201,8 @@ class _Exporter:
     # -- arguments -----------------------------------------------------------------------------------
     def _arg(self, value: Any, env: Mapping[fx.Node, Any], where: str) -> Any:
         if isinstance(value, fx.Node):
+            if value in self.unexpressed:
+                raise ExportError(f"{where}: reads {value.name!r}: {self.unexpressed[value]}")
             if value not in env:
                 raise ExportError(f"{where}: reads {value.name!r}, which the export dropped (an assertion)")
             return env[value]
@@ -252,7 +260,10 @@ class _Exporter:
             isinstance(val, _SYM_TYPES) and node.target in _SYM_OPS
         ):
             # sym_size and Python arithmetic on sizes: an expression over the input dims
-            env[node] = self._sym_value(val, where) if isinstance(val, _SYM_TYPES) else scalar(val)
+            try:
+                env[node] = self._sym_value(val, where) if isinstance(val, _SYM_TYPES) else scalar(val)
+            except ExportError as exc:
+                self.unexpressed[node] = exc
             return
         if not isinstance(node.target, torch._ops.OpOverload):
             raise ExportError(

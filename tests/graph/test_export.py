@@ -226,6 +226,23 @@ def test_constants_made_in_forward_and_sizes_bounded_by_min_and_max(tmp_path):
     assert "min(" in text and "max(" in text
 
 
+class DataSized(nn.Module):
+    """A size read from a tensor's values, with the checks torch.export asks for on it."""
+
+    def forward(self, x, n):
+        k = n.item()
+        torch._check(k >= 1)
+        torch._check(k <= x.shape[0])
+        return x[:k] * 2
+
+
+def test_a_size_read_from_data_is_refused_where_an_op_uses_it(tmp_path):
+    n = torch.export.Dim("n", min=2, max=16)
+    ep = torch.export.export(DataSized(), (torch.randn(6, 3), torch.tensor(4)), dynamic_shapes=({0: n}, None))
+    with pytest.raises(ExportError, match=r"symbol u\d+ is not bound by an input dim \(a data-dependent size"):
+        export(ep, tmp_path / "d.nbx", torch_registry())
+
+
 class Counter(nn.Module):
     def __init__(self):
         super().__init__()
