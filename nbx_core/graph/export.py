@@ -357,12 +357,17 @@ class _Exporter:
         placeholders = [n for n in ep.graph.nodes if n.op == "placeholder"]
         env: dict[fx.Node, Any] = {}
         inputs, weights, arrays = [], [], {}
+        constants: list[dict[str, Any]] = []  # call arguments that were not tensors, with their places
+        place = 0
         stored: dict[tuple, str] = {}  # a tensor's memory and layout -> the key it is stored under
         for node, spec in zip(placeholders, sig.input_specs, strict=True):
             where = f"input {node.name!r}"
             if spec.kind == InputKind.USER_INPUT:
+                place += 1
                 if not isinstance(spec.arg, TensorArgument):
-                    env[node] = self._arg(getattr(spec.arg, "value", None), env, where)
+                    value = getattr(spec.arg, "value", None)
+                    env[node] = self._arg(value, env, where)
+                    constants.append({"name": spec.arg.name, "index": place - 1, "value": value})
                     continue
                 inputs.append(self._spec(node.name, node.meta["val"], where))
             elif spec.kind in _KIND:
@@ -430,12 +435,21 @@ class _Exporter:
             "producer": {"name": "nbx_core.graph.export", "nbx": __version__, "torch": torch.__version__},
             "symbols": symbols,
             "inputs": inputs,
+            # Where every non-tensor argument has a JSON value, the graph can be called as the module was.
+            **({"constant_inputs": constants} if constants and all(_plain(c["value"]) for c in constants) else {}),
             "weights": weights,
             "nodes": self.nodes,
             "outputs": outputs,
             "mutations": mutations,
         }
         return document, arrays
+
+
+def _plain(value: Any) -> bool:
+    """Whether a constant argument has a JSON value: None, a bool, an int, a finite float or a str."""
+    if isinstance(value, float):
+        return bool(np.isfinite(value))
+    return value is None or isinstance(value, bool | int | str)
 
 
 _SYM_OPS = {

@@ -170,6 +170,17 @@ def _collect_refs(value: Any, names: list[str]) -> None:
 
 
 @dataclass(frozen=True)
+class ConstantInput:
+    """An argument of the exported call that was not a tensor (None, a number, a string): the graph
+    holds its value. ``index`` is its place among all the call's arguments, tensor inputs included,
+    in the order torch.export flattened them (positional, then keyword)."""
+
+    name: str
+    index: int
+    value: None | bool | int | float | str
+
+
+@dataclass(frozen=True)
 class Mutation:
     """After a run, value ``value`` becomes the new state of buffer (or user input) ``target``."""
 
@@ -190,6 +201,14 @@ class Graph:
     outputs: tuple[TensorSpec, ...]
     mutations: tuple[Mutation, ...]
     document: Mapping[str, Any] = field(repr=False)
+    constant_inputs: tuple[ConstantInput, ...] = ()
+
+    def call_names(self) -> list[str]:
+        """The names of the exported call's arguments in order: tensor inputs and constant ones."""
+        names = [s.name for s in self.inputs]
+        for c in sorted(self.constant_inputs, key=lambda c: c.index):
+            names.insert(c.index, c.name)
+        return names
 
     @property
     def file(self) -> Path:

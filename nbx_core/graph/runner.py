@@ -147,6 +147,13 @@ def _view_or_copy(view: Callable[..., Any], registry: Registry) -> Callable[...,
     return view_or_copy
 
 
+def _same_constant(value: Any, exported: Any) -> bool:
+    if exported is None or value is None:
+        return value is exported
+    return type(value) in (bool, int, float, str) and isinstance(value, bool) == isinstance(exported, bool) \
+        and value == exported
+
+
 class _Dims(dict):
     """Symbol -> size bound from the inputs, with where each was bound (for messages)."""
 
@@ -271,7 +278,9 @@ class Program:
             plan.run(tensors)  # on aot, each launch compiles
 
     def _named(self, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
-        names = [s.name for s in self.graph.inputs]
+        """The tensor inputs by name, from arguments given as the exported module took them: the
+        arguments that were not tensors (None, numbers) may be passed again, with the same values."""
+        names = self.graph.call_names()
         if len(args) > len(names):
             raise GraphInputError(f"{self.graph.file}: {len(args)} positional inputs given, the graph takes "
                                   f"{len(names)} ({', '.join(names)})")
@@ -280,6 +289,12 @@ class Program:
             if name in given:
                 raise GraphInputError(f"{self.graph.file}: input {name!r} given both by position and by name")
             given[name] = value
+        for constant in self.graph.constant_inputs:
+            if constant.name in given and not _same_constant(given.pop(constant.name), constant.value):
+                raise GraphInputError(
+                    f"{self.graph.file}: input {constant.name!r} was exported as {constant.value!r}, which the "
+                    "graph holds: pass that value or leave it out, or export again with the value you need"
+                )
         return given
 
     def _bind_inputs(self, inputs: Mapping[str, Any]) -> tuple[dict[str, Any], _Dims]:

@@ -38,6 +38,7 @@ from .format import (
     VERSION,
     WEIGHT_KINDS,
     WEIGHTS_FILE,
+    ConstantInput,
     DeviceArg,
     Graph,
     Mutation,
@@ -75,7 +76,18 @@ _FLOATS = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 # graph.json nests about 8 levels deep (document, nodes, node, args, list, tagged value, ...).
 # Deeper documents are refused before the JSON parser or the validator recurse into them.
 MAX_NESTING = 64
-_TOP_LEVEL = ("format", "version", "producer", "symbols", "inputs", "weights", "nodes", "outputs", "mutations")
+_TOP_LEVEL = (
+    "format",
+    "version",
+    "producer",
+    "symbols",
+    "inputs",
+    "constant_inputs",
+    "weights",
+    "nodes",
+    "outputs",
+    "mutations",
+)
 
 
 def _fail(cls: type[Exception], where: str, message: str) -> Exception:
@@ -370,7 +382,29 @@ def parse_document(doc: Any, path: Path) -> Graph:
         if target not in (buffers if kind == "buffer" else input_names):
             raise _fail(GraphReferenceError, where, f"target {target!r} is not a {kind.replace('_', ' ')} of the graph")
         mutations.append(Mutation(value, kind, target))
-    return Graph(path, symbols, tuple(inputs), tuple(weights), tuple(nodes), tuple(outputs), tuple(mutations), doc)
+    constants = _constant_inputs(doc, file, input_names)
+    return Graph(
+        path, symbols, tuple(inputs), tuple(weights), tuple(nodes), tuple(outputs), tuple(mutations), doc, constants
+    )
+
+
+def _constant_inputs(doc: Mapping[str, Any], file: Path, input_names: set[str]) -> tuple[ConstantInput, ...]:
+    """The optional "constant_inputs": arguments of the exported call whose values the graph holds."""
+    found: list[ConstantInput] = []
+    raw_list = _get(doc, "constant_inputs", list, str(file)) if "constant_inputs" in doc else []
+    total = len(input_names) + len(raw_list)
+    for i, raw in enumerate(raw_list):
+        where = f"{file}: constant_inputs[{i}]"
+        name, index = _get(raw, "name", str, where), _get(raw, "index", int, where)
+        value = raw.get("value") if isinstance(raw, dict) else None
+        if not name.isidentifier() or name in input_names or any(c.name == name for c in found):
+            raise _fail(GraphFormatError, where, f"name {name!r} must be an identifier no other input has")
+        if not 0 <= index < total or any(c.index == index for c in found):
+            raise _fail(GraphFormatError, where, f"index {_show(index)} must be a free place in 0..{total - 1}")
+        if not (value is None or isinstance(value, bool | int | float | str)):
+            raise _fail(GraphFormatError, where, f"value {_show(value)} must be null, a boolean, a number or a string")
+        found.append(ConstantInput(name, index, value))
+    return tuple(found)
 
 
 def read_graph(path: str | Path) -> Graph:

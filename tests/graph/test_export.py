@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from nbx_core.errors import ExportError
+from nbx_core.errors import ExportError, GraphInputError
 from nbx_core.graph import load, read_graph
 from nbx_core.graph.aliases import canonical
 from nbx_core.graph.export import export, export_module
@@ -241,6 +241,46 @@ def test_a_size_read_from_data_is_refused_where_an_op_uses_it(tmp_path):
     ep = torch.export.export(DataSized(), (torch.randn(6, 3), torch.tensor(4)), dynamic_shapes=({0: n}, None))
     with pytest.raises(ExportError, match=r"symbol u\d+ is not bound by an input dim \(a data-dependent size"):
         export(ep, tmp_path / "d.nbx", torch_registry())
+
+
+class Optional(nn.Module):
+    """Arguments that are not tensors: None, a number, a keyword flag."""
+
+    def forward(self, x, mask=None, bias=None, scale=2.0, *, flag=None, y=None):
+        return x + bias * scale + y if mask is None and flag is None else x
+
+
+def test_a_program_is_called_as_the_module_was(tmp_path):
+    x, b, y = torch.randn(3), torch.randn(3), torch.randn(3)
+    module = Optional()
+    path = export(
+        torch.export.export(module, (x, None, b, 3.0), {"flag": None, "y": y}), tmp_path / "o.nbx", torch_registry()
+    )
+    graph = read_graph(path)
+    assert [s.name for s in graph.inputs] == ["x", "bias", "y"]
+    assert graph.call_names() == ["x", "mask", "bias", "scale", "flag", "y"]
+    prog = load(path, registry=torch_registry(), device="cpu")
+    want = module(x, None, b, 3.0, y=y).numpy()
+    calls = [
+        ((x, None, b, 3.0), {"flag": None, "y": y}),
+        ((x, None, b), {"y": y}),
+        ((x,), {"bias": b, "y": y}),
+        ((), {"x": x, "mask": None, "bias": b, "y": y, "scale": 3.0}),
+    ]
+    for args, kwargs in calls:
+        if numeric():
+            np.testing.assert_allclose(prog(*args, **kwargs).numpy(), want, rtol=1e-6)
+        else:
+            prog.check_compiles(*args, **kwargs)
+    for args, kwargs in (((x, x, b), {"y": y}), ((x, None, b, 2.0), {"y": y}), ((x, None, b, True), {"y": y})):
+        with pytest.raises(
+            GraphInputError,
+            match=r"input '(mask|scale)' was exported as (None|3\.0), which the graph "
+            "holds: pass that value or leave it out",
+        ):
+            prog(*args, **kwargs)
+    with pytest.raises(GraphInputError, match=r"7 positional inputs given, the graph takes 6 \(x, mask, bias"):
+        prog(x, None, b, 3.0, None, y, y)
 
 
 class Counter(nn.Module):

@@ -114,6 +114,21 @@ MALFORMED = {
         GraphFormatError,
         r"input 'x'.*undeclared symbols \['seq'\]",
     ),
+    "constant_input_named_as_an_input": (
+        lambda d: d.update(constant_inputs=[{"name": "x", "index": 1, "value": None}]),
+        GraphFormatError,
+        r"constant_inputs\[0\]: name 'x' must be an identifier no other input has",
+    ),
+    "constant_input_out_of_place": (
+        lambda d: d.update(constant_inputs=[{"name": "mask", "index": 5, "value": None}]),
+        GraphFormatError,
+        r"constant_inputs\[0\]: index 5 must be a free place in 0\.\.1",
+    ),
+    "constant_input_not_a_scalar": (
+        lambda d: d.update(constant_inputs=[{"name": "mask", "index": 0, "value": [1]}]),
+        GraphFormatError,
+        r"constant_inputs\[0\]: value \[1\] must be null, a boolean, a number or a string",
+    ),
     "bad_symbolic_expression": (
         lambda d: d["nodes"][0]["args"].append({"sym": "__import__('os')"}),
         GraphFormatError,
