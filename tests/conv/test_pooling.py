@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from nbx_core.errors import NbxTypeError
-from nbx_core.testing import check_op, check_raises, layouts, make, numeric, run_op
+from nbx_core.testing import check_op, check_raises, layouts, make, numeric, run_op, to_torch
 
 DTYPES = ["float32", "float16", "bfloat16", "float64"]
 
@@ -166,3 +166,72 @@ def test_adaptive_avg_pool_global_large():
     x = make((1, 1100, 9, 9)).to(memory_format=torch.channels_last)
     check_op("aten::adaptive_avg_pool2d", x, [1, 1])
     check_op("aten::adaptive_avg_pool2d", make((3, 5, 1, 1)), [1, 1])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_adaptive_max_pool2d(dtype):
+    # Divisible (7x6 to 7x3), uneven overlapping bins (4x5), output larger than the input (9x8) and a
+    # global pool, in every layout: values, indices and the result strides are torch's.
+    for _, x in _inputs2d(dtype):
+        for size in ([4, 5], [7, 3], [9, 8], [1, 1]):
+            check_op("aten::adaptive_max_pool2d", x, size, check_stride=True)
+    check_op("aten::adaptive_max_pool2d", make((0, 3, 7, 6), dtype), [2, 2], check_stride=True)
+    check_op("aten::adaptive_max_pool2d", make((2, 3, 7, 6), dtype), [0, 2])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+def test_adaptive_max_pool1d(dtype):
+    x = make((2, 3, 9), dtype)
+    for size in ([4], [3], [12], [1]):
+        check_op("aten::adaptive_max_pool1d", x, size, check_stride=True)
+    check_op("aten::adaptive_max_pool1d", x[0], [5], check_stride=True)
+    check_op("aten::adaptive_max_pool1d", x.transpose(1, 2).contiguous().transpose(1, 2), [4], check_stride=True)
+    # nn.AdaptiveMaxPool1d as torch.export lowers it: a 2-D pool over a height of 1.
+    check_op("aten::adaptive_max_pool2d", x.unsqueeze(-2), [1, 4], check_stride=True)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64"])
+def test_adaptive_max_pool3d(dtype):
+    x = make((2, 3, 5, 6, 4), dtype)
+    # torch gives a contiguous result for a channels-last-3d input here (unlike its 2-D pool).
+    for xx in (x, x.to(memory_format=torch.channels_last_3d), x[0], x.transpose(2, 4)):
+        for size in ([3, 4, 3], [5, 3, 2], [7, 8, 5]):
+            check_op("aten::adaptive_max_pool3d", xx, size, check_stride=True)
+    check_op("aten::adaptive_max_pool3d", x, [1, 1, 1], check_stride=True)
+
+
+def test_adaptive_max_pool_nan_inf_ties():
+    nan = float("nan")
+    plane = torch.tensor([[1.0, 3.0, 3.0, 0.0], [3.0, nan, 2.0, nan], [5.0, 5.0, -1.0, -1.0], [5.0, -1.0, -1.0, -1.0]])
+    x = torch.stack([plane, torch.full((4, 4), float("-inf")), torch.ones(4, 4)])[None]
+    for xx in (x, x.to(memory_format=torch.channels_last)):
+        for size in ([2, 2], [1, 1], [3, 3], [3, 2]):
+            check_op("aten::adaptive_max_pool2d", xx, size, check_stride=True)
+    x3 = x.reshape(1, 3, 2, 2, 4)
+    for xx in (x3, x3.to(memory_format=torch.channels_last_3d)):
+        check_op("aten::adaptive_max_pool3d", xx, [1, 1, 2])
+        check_op("aten::adaptive_max_pool3d", xx, [2, 1, 3])
+    _, ind = run_op("aten::adaptive_max_pool2d", x, [2, 2])
+    if numeric():
+        # NaN wins (the last of a window: indices 5 and 7 share the 1x1 bin), all -inf keeps the
+        # first tap, equal values keep the first in scan order, as torch.
+        assert to_torch(ind)[0].reshape(3, 4).tolist() == [[5, 7, 8, 10], [0, 2, 8, 10], [0, 2, 8, 10]]
+        assert to_torch(run_op("aten::adaptive_max_pool2d", x, [1, 1])[1]).flatten().tolist() == [7, 0, 0]
+
+
+def test_adaptive_max_pool_bad_inputs():
+    x = make((2, 3, 7, 6))
+    check_raises("aten::adaptive_max_pool2d", x, [3], match="output_size must list 2 sizes")
+    check_raises("aten::adaptive_max_pool2d", x, [2, 2, 2], match="output_size must list 2 sizes")
+    check_raises("aten::adaptive_max_pool2d", x, [2, -1], match="output_size must be non-negative")
+    check_raises("aten::adaptive_max_pool2d", make((2, 3, 0, 6)), [2, 2], match="non-zero")
+    check_raises("aten::adaptive_max_pool2d", make((2, 0, 7, 6)), [2, 2], match="non-zero")
+    check_raises("aten::adaptive_max_pool2d", make((7, 6)), [2, 2], match="3-D or 4-D")
+    check_raises("aten::adaptive_max_pool2d", make((2, 3, 7, 6), "int64"), [2, 2], match="dtype")
+    check_raises("aten::adaptive_max_pool3d", make((2, 3, 4, 5, 6)), [2, 2], match="output_size must list 3 sizes")
+    check_raises("aten::adaptive_max_pool3d", make((4, 5, 6)), [2, 2, 2], match="4-D or 5-D")
+    check_raises("aten::adaptive_max_pool3d", make((1, 3, 4, 0, 6)), [2, 2, 2], match="non-zero")
+    check_raises("aten::adaptive_max_pool1d", make((2, 3, 9)), [2, 2], match="output_size must list 1 size")
+    check_raises("aten::adaptive_max_pool1d", make((3, 0)), [2], match="non-zero")
+    check_raises("aten::adaptive_max_pool1d", make((9,)), [2], match="2-D or 3-D")
+    check_raises("aten::adaptive_avg_pool2d", x, [3], match="output_size must list 2 sizes")

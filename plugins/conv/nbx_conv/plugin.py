@@ -30,6 +30,9 @@ _MODULES: dict[str, list[str]] = {
         "aten::adaptive_avg_pool2d",
         "aten::_adaptive_avg_pool2d",
         "aten::_adaptive_avg_pool3d",
+        "aten::adaptive_max_pool1d",
+        "aten::adaptive_max_pool2d",
+        "aten::adaptive_max_pool3d",
     ],
     "nbx_conv.upsample": [
         "aten::upsample_nearest1d",
@@ -40,7 +43,7 @@ _MODULES: dict[str, list[str]] = {
         "aten::upsample_bilinear2d",
         "aten::upsample_linear1d",
     ],
-    "nbx_conv.grid_sample": ["aten::grid_sampler_2d"],
+    "nbx_conv.grid_sample": ["aten::grid_sampler_2d", "aten::grid_sampler_3d"],
 }
 
 NAMES: tuple[str, ...] = tuple(n for names in _MODULES.values() for n in names)

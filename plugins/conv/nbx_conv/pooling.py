@@ -1,11 +1,14 @@
-"""Average, max and adaptive average pooling in 1, 2 and 3 spatial dims.
+"""Average, max, adaptive average and adaptive max pooling in 1, 2 and 3 spatial dims.
 
 Every op runs as a 3-D pool over an (N, C, D, H, W) view (missing spatial dims have size 1), one
 output element per lane, looping over its window. Inputs are read through their strides; outputs
-are allocated in the input's memory format (channels-last stays channels-last), and lanes walk the
-output in memory order so stores are contiguous and, for channels-last, loads too. Sums run in
-float32 for half types; max pooling follows torch exactly: NaN wins, ties keep the first index,
-indices are flat positions within each (N, C) plane.
+are allocated in the input's memory format (channels-last stays channels-last; adaptive max
+pooling in 3-D gives a contiguous result, as torch's does), and lanes walk the output in memory
+order so stores are contiguous and, for channels-last, loads too. Sums run in float32 for half
+types; max pooling, plain and adaptive, follows torch exactly: NaN wins (the last NaN of a
+window), ties keep the first index in scan order, indices are flat positions within each (N, C)
+plane. Adaptive windows are torch's bins, start = floor(i * in / out), end = ceil((i + 1) * in /
+out), for averages and maxima alike.
 
 Adaptive average pooling to a single output pixel over channels (dim 1) of stride 1 (a
 channels-last global pool, as closing ResNet) is a column reduction instead: the input is an
@@ -61,11 +64,31 @@ def out_coords(idx, C, OD, OH, OW, CL: tl.constexpr):
 
 
 @triton.jit
+def _adaptive_bin(o, size, out_size):
+    """torch's adaptive window of output position ``o``: [floor(o * size / out), ceil((o + 1) * size / out))."""
+    return (o * size) // out_size, ((o + 1) * size + out_size - 1) // out_size
+
+
+@triton.jit
 def _max_pool_kernel(x_ptr, out_ptr, idx_ptr, n, C, D, H, W, OD, OH, OW, sxn, sxc, sxd, sxh, sxw,
                      KD, KH, KW, SD, SH, SW, PD, PH, PW, DD, DH, DW,
-                     CL: tl.constexpr, WRITE_IDX: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr):
+                     ADAPTIVE: tl.constexpr, CL: tl.constexpr, WRITE_IDX: tl.constexpr, BLOCK: tl.constexpr,
+                     INT64: tl.constexpr):
     idx, mask = block_indices(n, BLOCK, INT64)
     nb, c, od, oh, ow = out_coords(idx, C, OD, OH, OW, CL)
+    # Each window's first tap and the end its taps stay below: torch's adaptive bins (KD/KH/KW bound
+    # their sizes, dilations are 1), or strided windows whose taps past the input are skipped.
+    if ADAPTIVE:
+        d0, d_end = _adaptive_bin(od, D, OD)
+        h0, h_end = _adaptive_bin(oh, H, OH)
+        w0, w_end = _adaptive_bin(ow, W, OW)
+    else:
+        d0 = od * SD - PD
+        h0 = oh * SH - PH
+        w0 = ow * SW - PW
+        d_end = D
+        h_end = H
+        w_end = W
     base = x_ptr + nb * sxn + c * sxc
     # Compare in float32 (exact for half types, and the interpreter cannot compare bfloat16), in
     # int64 for integers.
@@ -78,14 +101,14 @@ def _max_pool_kernel(x_ptr, out_ptr, idx_ptr, n, C, D, H, W, OD, OH, OW, sxn, sx
     best = tl.zeros([BLOCK], acc_ty)  # replaced by the first valid tap
     best_i = tl.full([BLOCK], -1, tl.int64)
     for kd in range(0, KD):
-        id_ = od * SD - PD + kd * DD
-        ok_d = (id_ >= 0) & (id_ < D)
+        id_ = d0 + kd * DD
+        ok_d = (id_ >= 0) & (id_ < d_end)
         for kh in range(0, KH):
-            ih = oh * SH - PH + kh * DH
-            ok_h = ok_d & (ih >= 0) & (ih < H)
+            ih = h0 + kh * DH
+            ok_h = ok_d & (ih >= 0) & (ih < h_end)
             for kw in range(0, KW):
-                iw = ow * SW - PW + kw * DW
-                ok = mask & ok_h & (iw >= 0) & (iw < W)
+                iw = w0 + kw * DW
+                ok = mask & ok_h & (iw >= 0) & (iw < w_end)
                 v = tl.load(base + id_ * sxd + ih * sxh + iw * sxw, mask=ok, other=0).to(acc_ty)
                 # torch's rule: a greater value or a NaN replaces the best; the first valid tap starts it.
                 take = ok & ((v > best) | (v != v) | (best_i < 0))
@@ -147,13 +170,10 @@ def _adaptive_avg_kernel(x_ptr, out_ptr, n, C, D, H, W, OD, OH, OW, sxn, sxc, sx
     idx, mask = block_indices(n, BLOCK, INT64)
     nb, c, od, oh, ow = out_coords(idx, C, OD, OH, OW, CL)
     acc_ty = tl.float64 if x_ptr.dtype.element_ty == tl.float64 else tl.float32
-    # torch's bins: start = floor(i * in / out), end = ceil((i + 1) * in / out); KD/KH/KW bound their sizes.
-    d0 = (od * D) // OD
-    d1 = ((od + 1) * D + OD - 1) // OD
-    h0 = (oh * H) // OH
-    h1 = ((oh + 1) * H + OH - 1) // OH
-    w0 = (ow * W) // OW
-    w1 = ((ow + 1) * W + OW - 1) // OW
+    # torch's bins; KD/KH/KW bound their sizes.
+    d0, d1 = _adaptive_bin(od, D, OD)
+    h0, h1 = _adaptive_bin(oh, H, OH)
+    w0, w1 = _adaptive_bin(ow, W, OW)
     base = x_ptr + nb * sxn + c * sxc
     acc = tl.zeros([BLOCK], dtype=acc_ty)
     for kd in range(0, KD):
@@ -257,9 +277,11 @@ def _pad3(vals: tuple[int, ...], fill: int) -> tuple[int, ...]:
     return (fill,) * (3 - len(vals)) + tuple(vals)
 
 
-def _alloc(x: NBXTensor, batched: bool, out_sp: tuple[int, ...], dtype: D.DType) -> NBXTensor:
+def _alloc(x: NBXTensor, batched: bool, out_sp: tuple[int, ...], dtype: D.DType,
+           keep_format: bool = True) -> NBXTensor:
+    """A batched (N, C, *out_sp) result, in ``x``'s memory format when ``keep_format``, else contiguous."""
     lead = tuple(x.shape[:2]) if batched else (1, x.shape[0])
-    return empty_output((*lead, *out_sp), dtype, x, cl=batched and suggests_channels_last(x))
+    return empty_output((*lead, *out_sp), dtype, x, cl=keep_format and batched and suggests_channels_last(x))
 
 
 def _window(op: str, nsp: int, kernel_size: object, stride: object, padding: object, dilation: object) -> tuple:
@@ -302,6 +324,21 @@ def _finish(out: NBXTensor, batched: bool) -> NBXTensor:
     return out if batched else squeeze(out, 0)
 
 
+def _launch_max(x: NBXTensor, nsp: int, batched: bool, out: NBXTensor, ind: NBXTensor, taps: tuple[int, ...],
+                st: tuple[int, ...], pad: tuple[int, ...], dil: tuple[int, ...], adaptive: bool,
+                with_indices: bool) -> tuple[NBXTensor, NBXTensor]:
+    """Max-pool ``x`` into ``out`` (and its indices into ``ind``, laid out as ``out``) over windows of
+    ``taps`` (per spatial dim): strided ones, or torch's adaptive bins when ``adaptive``."""
+    x5, o5 = _as5d(x, nsp, batched), _as5d(out, nsp, True)
+    n = out.numel()
+    block = block_size(n)
+    launch(_max_pool_kernel, (cdiv(n, block),), x5, out, ind, n, *x5.shape[1:], *o5.shape[2:], *x5.stride(),
+           *_pad3(taps, 1), *_pad3(st, 1), *_pad3(pad, 0), *_pad3(dil, 1),
+           ADAPTIVE=adaptive, CL=channels_last(out), WRITE_IDX=with_indices, BLOCK=block,
+           INT64=needs_int64(n, x5, out), num_warps=_WARPS)
+    return _finish(out, batched), _finish(ind, batched)
+
+
 def _max_pool(op: str, nsp: int, self: object, kernel_size: object, stride: object, padding: object,
               dilation: object, ceil_mode: bool, with_indices: bool) -> tuple[NBXTensor, NBXTensor]:
     x, batched = _prep(op, self, nsp, FLOATING | INTEGRAL)
@@ -309,14 +346,7 @@ def _max_pool(op: str, nsp: int, self: object, kernel_size: object, stride: obje
     out_sp = _out_sizes(op, x, nsp, ks, st, pad, dil, ceil_mode)
     out = _alloc(x, batched, out_sp, x.dtype)
     ind = _alloc(x, batched, out_sp, D.int64) if with_indices else out
-    x5, o5 = _as5d(x, nsp, batched), _as5d(out, nsp, True)
-    n = out.numel()
-    block = block_size(n)
-    launch(_max_pool_kernel, (cdiv(n, block),), x5, out, ind, n, *x5.shape[1:], *o5.shape[2:], *x5.stride(),
-           *_pad3(ks, 1), *_pad3(st, 1), *_pad3(pad, 0), *_pad3(dil, 1),
-           CL=channels_last(out), WRITE_IDX=with_indices, BLOCK=block, INT64=needs_int64(n, x5, out),
-           num_warps=_WARPS)
-    return _finish(out, batched), _finish(ind, batched)
+    return _launch_max(x, nsp, batched, out, ind, ks, st, pad, dil, False, with_indices)
 
 
 def max_pool2d(self: NBXTensor, kernel_size: list[int], stride: list[int] = (), padding: object = 0,
@@ -389,10 +419,20 @@ def _max_bin(size: int, out: int) -> int:
     return max(-(-(i + 1) * size // out) - i * size // out for i in range(out))
 
 
-def _adaptive(op: str, nsp: int, self: object, output_size: object) -> NBXTensor:
-    x, batched = _prep(op, self, nsp)
+def _output_size(op: str, output_size: object, nsp: int) -> tuple[int, ...]:
+    """An adaptive pool's ``output_size``: an int for every spatial dim, or a list of exactly ``nsp``
+    sizes, none negative (torch refuses a list of another length)."""
+    if isinstance(output_size, list | tuple) and len(output_size) != nsp:
+        raise NbxValueError(f"{op}: output_size must list {nsp} sizes, one per spatial dim, got {list(output_size)}: "
+                            f"pass {nsp} sizes or a single int")
     out_sp = int_list(op, output_size, nsp, "output_size")
     non_negative(op, out_sp, "output_size")
+    return out_sp
+
+
+def _adaptive(op: str, nsp: int, self: object, output_size: object) -> NBXTensor:
+    x, batched = _prep(op, self, nsp)
+    out_sp = _output_size(op, output_size, nsp)
     out = _alloc(x, batched, out_sp, x.dtype)
     n = out.numel()
     if n == 0:
@@ -425,3 +465,41 @@ def _adaptive_avg_pool2d(self: NBXTensor, output_size: list[int]) -> NBXTensor:
 def _adaptive_avg_pool3d(self: NBXTensor, output_size: list[int]) -> NBXTensor:
     """``aten::_adaptive_avg_pool3d`` on (N, C, D, H, W) or (C, D, H, W)."""
     return _adaptive("_adaptive_avg_pool3d", 3, self, output_size)
+
+
+def _adaptive_max(op: str, nsp: int, self: object, output_size: object) -> tuple[NBXTensor, NBXTensor]:
+    """(values, int64 indices) of adaptive max pooling over ``nsp`` spatial dims: the max-pool kernel
+    over torch's adaptive bins."""
+    x, batched = _prep(op, self, nsp)
+    out_sp = _output_size(op, output_size, nsp)
+    # torch lays a 2-D result out in the input's memory format, a 3-D one contiguous whatever the input.
+    keep_format = nsp < 3
+    out = _alloc(x, batched, out_sp, x.dtype, keep_format)
+    ind = _alloc(x, batched, out_sp, D.int64, keep_format)
+    if out.numel() == 0:
+        return _finish(out, batched), _finish(ind, batched)
+    bins = tuple(_max_bin(s, o) for s, o in zip(x.shape[-nsp:], out_sp, strict=True))
+    return _launch_max(x, nsp, batched, out, ind, bins, (1,) * nsp, (0,) * nsp, (1,) * nsp, True, True)
+
+
+def adaptive_max_pool1d(self: NBXTensor, output_size: list[int]) -> tuple[NBXTensor, NBXTensor]:
+    """``aten::adaptive_max_pool1d`` on (N, C, L) or (C, L): (values, int64 indices within each L row)."""
+    op = "adaptive_max_pool1d"
+    x, _ = _prep(op, self, 1)
+    (size,) = _output_size(op, output_size, 1)
+    # As torch: the 2-D pool over a height of 1, which also gives the 2-D pool's result layout (a
+    # channels-last one for unit-stride channels).
+    values, indices = _adaptive_max(op, 2, unsqueeze(x, -2), [1, size])
+    return squeeze(values, -2), squeeze(indices, -2)
+
+
+def adaptive_max_pool2d(self: NBXTensor, output_size: list[int]) -> tuple[NBXTensor, NBXTensor]:
+    """``aten::adaptive_max_pool2d`` on (N, C, H, W) or (C, H, W): (values, int64 flat indices within
+    each H*W plane)."""
+    return _adaptive_max("adaptive_max_pool2d", 2, self, output_size)
+
+
+def adaptive_max_pool3d(self: NBXTensor, output_size: list[int]) -> tuple[NBXTensor, NBXTensor]:
+    """``aten::adaptive_max_pool3d`` on (N, C, D, H, W) or (C, D, H, W): (values, int64 flat indices
+    within each D*H*W volume)."""
+    return _adaptive_max("adaptive_max_pool3d", 3, self, output_size)
