@@ -8,8 +8,8 @@ every run.
 
 Both are conservative:
 
-- a graph that writes in place or updates a buffer fixes nothing (a value could change after it
-  is made);
+- a value written in place is fixed only if every write into its memory is, and every node reading
+  that memory before the last write; a graph that updates buffers after its runs fixes nothing;
 - a launch is hoisted only if every node it stands for is fixed (a fused launch that also computes
   a value from the inputs runs every time), and it touches no input or output of the run;
 - memory a hoisted launch touches first must not be written by any launch that stays, and memory
@@ -21,14 +21,15 @@ Both are conservative:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..memory import allocate
+from ..opnames import base_name
 from ..runtime.launch import BACKEND, launch
 from ..runtime.trace import Launch, StorageInfo, Zero, bind, tensor_args
-from .aliases import writes_in_place
+from .aliases import VIEW_OPS, is_in_place
 from .format import Graph
 
 HOISTED_MAX_BYTES = 256 << 20
@@ -50,16 +51,66 @@ SHAPE_ONLY = frozenset(
 
 
 def fixed_nodes(graph: Graph) -> frozenset[int]:
-    """The indices of the nodes whose values depend only on the weights and on the input shapes."""
-    if writes_in_place(graph):
+    """The indices of the nodes whose values depend only on the weights and on the input shapes.
+
+    A value written in place stays fixed only while every write into its memory (the value, the
+    views of it and what it views) is fixed too and every node reading that memory before the last
+    write is fixed: hoisted, the writes happen before any run. A graph that updates buffers or
+    inputs after its runs fixes nothing."""
+    if graph.mutations:
         return frozenset()
-    fixed_values = {w.name for w in graph.weights}
-    fixed: set[int] = set()
+    memory = _memory_classes(graph)
+    writers: dict[str, list[int]] = {}
     for node in graph.nodes:
-        if node.op in SHAPE_ONLY or all(name in fixed_values for name in node.reads()):
-            fixed.add(node.index)
-            fixed_values.update(name for name in node.outputs if name is not None)
-    return frozenset(fixed)
+        if is_in_place(node.op) and node.reads():
+            writers.setdefault(memory(node.reads()[0]), []).append(node.index)
+    tainted: set[str] = set()
+    while True:
+        fixed_values = {w.name for w in graph.weights if memory(w.name) not in tainted}
+        fixed: set[int] = set()
+        for node in graph.nodes:
+            outputs = [name for name in node.outputs if name is not None]
+            if any(memory(name) in tainted for name in outputs):
+                continue
+            if node.op in SHAPE_ONLY or all(name in fixed_values for name in node.reads()):
+                fixed.add(node.index)
+                fixed_values.update(outputs)
+        newly = {
+            cls
+            for cls, nodes in writers.items()
+            if cls not in tainted
+            and (
+                any(n not in fixed for n in nodes)
+                or any(
+                    node.index < max(nodes) and node.index not in fixed and any(memory(r) == cls for r in node.reads())
+                    for node in graph.nodes
+                )
+            )
+        }
+        if not newly:
+            return frozenset(fixed)
+        tainted |= newly
+
+
+def _memory_classes(graph: Graph) -> Callable[[str], str]:
+    """A function from a value's name to a name shared by every value that may share its memory: a
+    view op's or an in-place op's result with its first argument."""
+    parent: dict[str, str] = {}
+
+    def find(name: str) -> str:
+        while parent.get(name, name) != name:
+            parent[name] = parent.get(parent[name], parent[name])
+            name = parent[name]
+        return name
+
+    for node in graph.nodes:
+        reads = node.reads()
+        if reads and (base_name(node.op) in VIEW_OPS or is_in_place(node.op)):
+            root = find(reads[0])
+            for name in node.outputs:
+                if name is not None:
+                    parent[find(name)] = root
+    return find
 
 
 @dataclass(frozen=True)

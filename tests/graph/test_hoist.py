@@ -9,7 +9,7 @@ import torch
 from nbx_core.backend import kernel_device_type
 from nbx_core.cli.run import describe_plan
 from nbx_core.graph import hoist, load
-from nbx_core.graph.aliases import writes_in_place
+from nbx_core.graph.aliases import is_in_place, writes_in_place
 from nbx_core.graph.export import export_module
 from nbx_core.testing import numeric
 
@@ -18,9 +18,12 @@ pytestmark = pytest.mark.skipif(not numeric(), reason="hoisted plans are compare
 
 class _CausalBias(torch.nn.Module):
     """A causal additive mask and a position table built from ``arange``, as language models build
-    them, added to the input; ``accumulate`` also writes the input into a copy of a zero fill."""
+    them, added to the input; ``accumulate`` also writes the input into a copy of a zero fill.
+    ``in_place`` writes in place: ``"result"`` into the result, ``"fixed"`` into a fixed value with a
+    fixed value (T5's relative buckets), ``"from_run"`` into the mask with a value of the run,
+    ``"after_read"`` into the mask after the run read it."""
 
-    def __init__(self, accumulate: bool = False, in_place: bool = False, mask_out: bool = False) -> None:
+    def __init__(self, accumulate: bool = False, in_place: str = "", mask_out: bool = False) -> None:
         super().__init__()
         self.pos = torch.nn.Parameter(torch.randn(16, 8))
         self.accumulate, self.in_place, self.mask_out = accumulate, in_place, mask_out
@@ -30,10 +33,17 @@ class _CausalBias(torch.nn.Module):
         i = torch.arange(n)
         causal = (i[None, :] <= i[:, None]).to(x.dtype)
         bias = (causal - 1.0) * 100.0 + self.pos[i][:, :1]
+        if self.in_place == "fixed":
+            bias += torch.where(causal > 0, 1.0, -1.0)
+        if self.in_place == "from_run":
+            bias.add_(x[0, :1, :])
         y = x + bias
+        if self.in_place == "after_read":
+            bias.mul_(2.0)
+            y = y + bias
         if self.accumulate:  # a fixed zero fill that a node of the run writes into a copy of
             y = y + torch.zeros(n, n + 2).slice_scatter(x[0] * idx[:, None], dim=1, start=1, end=n + 1)[:, 1 : n + 1]
-        if self.in_place:
+        if self.in_place == "result":
             y.mul_(2.0)
         return (y, bias) if self.mask_out else y
 
@@ -92,13 +102,23 @@ def test_a_fixed_output_is_fresh_at_every_run(tmp_path):
     _check_runs(prog, module)
 
 
-def test_a_graph_that_writes_in_place_hoists_nothing(tmp_path):
-    module = _CausalBias(in_place=True)
+@pytest.mark.parametrize("in_place", ["result", "fixed", "from_run", "after_read"])
+def test_values_written_in_place_are_hoisted_only_where_every_write_is(in_place, tmp_path):
+    module = _CausalBias(in_place=in_place)
     prog = _load(module, tmp_path)
     assert writes_in_place(prog.graph)
-    assert hoist.fixed_nodes(prog.graph) == frozenset()
-    _check_runs(prog, module)
-    assert prog.describe(torch.randn(2, 8, 8), torch.zeros(8, dtype=torch.long))["hoisted_launches"] == 0
+    _check_runs(prog, module, runs=4)
+    fixed = hoist.fixed_nodes(prog.graph)
+    writers = [n for n in prog.graph.nodes if is_in_place(n.op)]
+    assert writers
+    # The value written is fixed only where every write into it is, and no node of the run read it
+    # before a write; what it was made from stays fixed either way.
+    producers = {name: n for n in prog.graph.nodes for name in n.outputs}
+    written = [producers[n.reads()[0]] for n in writers]
+    assert all(p.index in fixed for p in written) == (in_place == "fixed")
+    assert any(n.op == "aten::le.Tensor" and n.index in fixed for n in prog.graph.nodes)
+    assert all(n.index in fixed for n in writers) == (in_place == "fixed")
+    assert prog.describe(torch.randn(2, 8, 8), torch.zeros(8, dtype=torch.long))["hoisted_launches"] > 0
 
 
 def test_without_fusion_or_over_the_memory_bound_nothing_is_hoisted(tmp_path, monkeypatch):
