@@ -53,6 +53,10 @@ OVERLOAD_ALIASES: dict[str, str] = {
     "aten::swapdims.default": "aten::transpose.int",
     # torch.tensor(value) inside forward: a copy of a constant; clone's other argument is optional.
     "aten::lift_fresh_copy.default": "aten::clone.default",
+    # transformers' MoE experts export this custom op in place of aten::_grouped_mm for weights other
+    # than bfloat16: its (input, weight, offs) are _grouped_mm's (self, mat2, offs), it returns
+    # input's dtype, and rows past offs[-1] are zeros in both (offs is int32 in transformers' calls).
+    "transformers::grouped_mm_fallback.default": "aten::_grouped_mm.default",
 }
 
 DROPPED: frozenset[str] = frozenset(

@@ -304,6 +304,18 @@ def _mistral(size: str) -> nn.Module:
                       max_position_embeddings=_pick(size, 128, 32768))
 
 
+@_register("mixtral", "decoder", _tokens(64, 32000, 1, 2048, mask=False), _IDS, (12, 9), transformers=True)
+def _mixtral(size: str) -> nn.Module:
+    """Mixtral (real: Mixtral-8x7B's config): sparse mixture-of-experts feed-forward, each token
+    routed to 2 of 8 experts (small: 2 of 4) on transformers' default experts path (histc counts the
+    tokens per expert, grouped_mm multiplies each expert's tokens). The small config has as many
+    key/value heads as heads, so that it also exports with a dynamic sequence before torch 2.12."""
+    return _causal_lm("MixtralConfig", "MixtralForCausalLM", _pick(size, 64, 32000),
+                      _pick(size, (32, 64, 1, 4, 4), (4096, 14336, 32, 32, 8)),
+                      num_local_experts=_pick(size, 4, 8), num_experts_per_tok=2,
+                      max_position_embeddings=_pick(size, 128, 32768))
+
+
 # -- transformers: vision and audio ----------------------------------------------------------------
 
 _PIXELS = ("batch", {"pixel_values": 0}, 1, 256)

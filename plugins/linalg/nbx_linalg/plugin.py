@@ -15,5 +15,6 @@ def nbx_register_kernels(registry) -> None:
             "nbx_linalg.einsum": ["aten::einsum"],
             "nbx_linalg.distance": ["aten::_cdist_forward", "aten::_pdist_forward"],
             "nbx_linalg.lstm": ["aten::lstm"],
+            "nbx_linalg.grouped_mm": ["aten::_grouped_mm"],
         }
     )

@@ -24,7 +24,7 @@ _MODULES = {
     "nbx_reduction.norms": ["norm", "linalg_vector_norm"],
     "nbx_reduction.scan": ["cumsum"],
     "nbx_reduction.losses": ["cross_entropy_loss", "nll_loss", "mse_loss"],
-    "nbx_reduction.histogram": ["bincount"],
+    "nbx_reduction.histogram": ["bincount", "histc"],
 }
 
 
