@@ -7,6 +7,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from nbx_core.backend import kernel_device_type
 from nbx_core.graph import load, read_graph
 from nbx_core.graph.export import export_module
 from nbx_core.graph.plan import Plan
@@ -54,7 +55,7 @@ def test_adaptive_max_pool_and_grid_sample_3d_export(tmp_path):
     path = export_module(module, first, tmp_path / "pool_sample.nbx")
     ops = {n.op.split(".")[0] for n in read_graph(path).nodes}
     assert {"aten::adaptive_max_pool2d", "aten::adaptive_max_pool3d", "aten::grid_sampler_3d"} <= ops, ops
-    prog = load(path, device="cpu")
+    prog = load(path, device=kernel_device_type())
     # The first call runs node by node and records the plan; the second, on new values, replays it.
     for call, args in enumerate((first, _inputs(1))):
         if numeric():
