@@ -21,8 +21,10 @@ import types
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import triton
 import triton.language as tl
+from triton.runtime import interpreter as interpreter_module
 from triton.runtime.errors import InterpreterError
 from triton.runtime.interpreter import InterpretedFunction
 from triton.runtime.jit import JITFunction
@@ -77,9 +79,11 @@ def _language_problem(kernel: Any, error: str) -> str | None:
 
 
 def configure() -> None:
-    """Interpret every jit function decorated from now on, and rebuild Triton's language helpers that
-    were decorated compiled (Triton imported before ``TRITON_INTERPRET`` was set) as interpreted."""
+    """Interpret every jit function decorated from now on, rebuild Triton's language helpers that
+    were decorated compiled (Triton imported before ``TRITON_INTERPRET`` was set) as interpreted, and
+    make float32 to bfloat16 casts round as a GPU's do."""
     triton.knobs.runtime.interpret = True
+    _round_bfloat16_to_nearest_even()
     rebuilt: dict[int, tuple[JITFunction, InterpretedFunction]] = {}  # one per helper: identity matters
     for name, module in list(sys.modules.items()):
         if module is None or not (name == "triton.language" or name.startswith("triton.language.")):
@@ -92,6 +96,37 @@ def configure() -> None:
                         rebuilt[id(value)] = (value, _interpreted(value))
                     helper = rebuilt[id(value)][1]
                     setattr(owner, attr, helper if owner is module else _method(helper))
+
+
+def _round_bfloat16_to_nearest_even() -> None:
+    """The interpreter casts float32 to bfloat16 by dropping the low bits; GPUs, and torch, round to
+    nearest even. Every kernel's bfloat16 results on the cpu backend would otherwise sit up to an ulp
+    toward zero from the GPU's, and tests of bfloat16 models would measure the interpreter."""
+    builder = interpreter_module.InterpreterBuilder
+    if getattr(builder, "_nbx_rounds_bf16", False):
+        return
+    original_cast, original_fp_to_fp = builder.cast_impl, builder.create_fp_to_fp
+
+    def rounded(src: Any, dst_type: Any) -> Any:
+        bits = np.asarray(src.data, dtype=np.float32).view(np.uint32)
+        near = ((bits.astype(np.uint64) + ((bits >> 16) & 1) + 0x7FFF) >> 16).astype(np.uint16)
+        nan = (bits & 0x7FFFFFFF) > 0x7F800000
+        out = np.where(nan, ((bits >> 16) | 0x40).astype(np.uint16), near)
+        return interpreter_module.TensorHandle(out, dst_type.scalar)
+
+    def is_bf16_narrowing(src: Any, dst_type: Any) -> bool:
+        return src.dtype.scalar == tl.float32 and dst_type.scalar == tl.bfloat16
+
+    def cast(self: Any, src: Any, dst_type: Any) -> Any:
+        return rounded(src, dst_type) if is_bf16_narrowing(src, dst_type) else original_cast(self, src, dst_type)
+
+    def fp_to_fp(self: Any, src: Any, dst_type: Any, rounding_mode: Any) -> Any:
+        if is_bf16_narrowing(src, dst_type):
+            return rounded(src, dst_type)
+        return original_fp_to_fp(self, src, dst_type, rounding_mode)
+
+    builder.cast_impl, builder.create_fp_to_fp = cast, fp_to_fp
+    builder._nbx_rounds_bf16 = True
 
 
 def _method(helper: InterpretedFunction) -> Any:

@@ -36,9 +36,6 @@ class BackendTraits:
     and numpy's functions are accurate there already."""
     has_inline_asm: bool
     """``tl.inline_asm_elementwise`` (PTX) can be used."""
-    rounds_bf16_by_hand: bool
-    """A float32 to bfloat16 cast truncates (the interpreter does), so kernels that must round to
-    nearest even, as torch and GPUs do, round the bits themselves."""
     widens_bf16_dot: bool
     """``tl.dot`` reads bfloat16 operands' bits as integers (the interpreter does), so operands are
     widened to float32 first (exact)."""
@@ -58,7 +55,6 @@ def traits(name: str) -> BackendTraits:
         runs_kernels=name != "aot",
         has_libdevice=not interpreted,
         has_inline_asm=not interpreted,
-        rounds_bf16_by_hand=interpreted,
         widens_bf16_dot=interpreted,
         tiles_on_chip=not interpreted,
     )

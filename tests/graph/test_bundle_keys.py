@@ -26,5 +26,5 @@ def _key(first: str) -> str:
 
 
 def test_a_kernels_cache_key_does_not_depend_on_what_was_keyed_before():
-    # _range_kernel calls cast_to, which reads the constexpr global _ROUND_BF16_BY_HAND.
+    # _range_kernel calls cast_to, a jit helper of another module.
     assert _key("helper") == _key("kernel")

@@ -8,19 +8,9 @@ import triton.language as tl
 from ... import dtypes as D
 from ...shape import broadcast_strides, coalesce_in_memory_order
 from ...tensor import NBXTensor, empty_tensor
-from ..launch import TRAITS, Prepared, block_size, cdiv, prepare
+from ..launch import Prepared, block_size, cdiv, prepare
 from ..plans import PlanCache, geometry
 from .indexing import block_indices, needs_int64, offsets
-
-_ROUND_BF16_BY_HAND = tl.constexpr(TRAITS.rounds_bf16_by_hand)
-
-
-@triton.jit
-def _bf16_round_nearest_even(x):
-    bits = x.to(tl.uint32, bitcast=True)
-    bits = bits + (((bits >> 16) & 1) + 0x7FFF)
-    rounded = (bits >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
-    return tl.where(x != x, x.to(tl.bfloat16), rounded)
 
 
 @triton.jit
@@ -34,8 +24,6 @@ def cast_to(x, DST: tl.constexpr):
     elif DST.is_fp8() or x.dtype.is_fp8() or DST == tl.bfloat16:
         # Through float32 as torch converts; Triton's interpreter also mis-casts ints to bfloat16.
         f = x.to(tl.float32)
-        if DST == tl.bfloat16 and _ROUND_BF16_BY_HAND:
-            return _bf16_round_nearest_even(f)
         return f.to(DST, fp_downcast_rounding="rtne" if DST.is_fp8() else None)
     else:
         return x.to(DST)
