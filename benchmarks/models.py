@@ -104,6 +104,18 @@ def _float32_outputs(module: Any, inputs: dict[str, Any]) -> Any:
     return out
 
 
+def _replay(prog: Any, inputs: dict[str, Any], before: int) -> tuple[Any, float]:
+    """One call of ``prog`` and the peak device memory (MB) it reached above ``before`` bytes."""
+    import torch
+
+    from nbx_core.memory import cuda
+
+    cuda.reset_peak()
+    got = prog(**inputs)
+    torch.cuda.synchronize()
+    return got, round((cuda.memory_in_use()[1] - before) / 2**20, 1)
+
+
 def _pool_high() -> int:
     """Bytes the CUDA driver's default pool (NBX's memory) has had in use at most, since the last reset."""
     from nbx_core.memory import cuda
@@ -223,22 +235,14 @@ def bench_case(key: str, reps: int, folder: Path, ways: tuple[str, ...] = WAYS, 
     row["nbx_first_peak_mb"] = round((nbx_cuda.memory_in_use()[1] - before) / 2**20, 1)
     row["nbx_pool_high_mb"] = round(_pool_high() / 2**20, 1)
     del got
-    nbx_cuda.reset_peak()
-    got = plain(**inputs)  # a replay of the plan
-    torch.cuda.synchronize()
-    row["nbx_peak_mb"] = round((nbx_cuda.memory_in_use()[1] - before) / 2**20, 1)
-    row["error"] = _rel_error(got, want)
-    row["nbx_error_fp32"] = _rel_error(got, ref)
+    got, row["nbx_peak_mb"] = _replay(plain, inputs, before)  # a replay of the plan
+    row["error"], row["nbx_error_fp32"] = _rel_error(got, want), _rel_error(got, ref)
     before_graph = nbx_cuda.memory_in_use()[0]
     graph = nbx_core.load(path)
     graph(**inputs)  # recorded, then captured as a CUDA graph
     torch.cuda.synchronize()
-    nbx_cuda.reset_peak()
-    got_graph = graph(**inputs)  # a replay of the graph
-    torch.cuda.synchronize()
-    row["nbx_graph_peak_mb"] = round((nbx_cuda.memory_in_use()[1] - before_graph) / 2**20, 1)
-    row["error_graph"] = _rel_error(got_graph, want)
-    row["nbx_graph_error_fp32"] = _rel_error(got_graph, ref)
+    got_graph, row["nbx_graph_peak_mb"] = _replay(graph, inputs, before_graph)  # a replay of the graph
+    row["error_graph"], row["nbx_graph_error_fp32"] = _rel_error(got_graph, want), _rel_error(got_graph, ref)
     row["plan"] = {k: v for k, v in plain.describe(**inputs).items() if k != "kernels"}
 
     makers: dict[str, Callable[[], Callable[[], Any]]] = {
