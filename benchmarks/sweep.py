@@ -1,9 +1,11 @@
 """Tile sweeps on one GPU: each tunable kernel's candidate configurations against torch.
 
     python -m benchmarks.sweep --out DIR [--only linalg,norm,...] [--write-tables] [--margin 0.02]
+    python -m benchmarks.sweep --out DIR --only linalg --kernel gemm --shapes 6304x2304x768,... [--write-tables]
 
 A family with a tuning module (``nbx_<family>.tuning``, what ``nbx tune`` runs) is swept through it:
-every case of its default shapes, the shipped configuration first (marked ``shipped``: the launch
+every case of its default shapes (or, for one family and one ``--kernel``, of ``--shapes``, written
+as ``nbx tune`` takes them), the shipped configuration first (marked ``shipped``: the launch
 as users get it, through the lookup), then each candidate, passed to the launcher as ``config=``,
 each timed against the case's torch reference. Results go to ``DIR/sweep.json``. Cases that share
 a lookup key (layer and RMS norm of one row length) choose together: the configuration fastest in
@@ -44,17 +46,21 @@ def _reference(case: Any) -> Any:
     return lambda: fn(*args)
 
 
-def sweep_tunables(h, family: str) -> list[tuple[Any, Any, float]]:
-    """Time every case of ``family``'s sweeps, the shipped configuration first; returns (tunable,
-    choice, the shipped configuration's total ms) per lookup key (:func:`nbx_core.runtime.tuner.choose`)."""
-    from nbx_core.cli.tune import sweeps_of
+def sweep_tunables(
+    h, family: str, kernel: str | None = None, shapes: str | None = None
+) -> list[tuple[Any, Any, float]]:
+    """Time every case of ``family``'s sweeps (``kernel``'s only, at ``shapes``, when given), the
+    shipped configuration first; returns (tunable, choice, the shipped configuration's total ms) per
+    lookup key (:func:`nbx_core.runtime.tuner.choose`)."""
+    from nbx_core.cli.tune import selected_sweeps
     from nbx_core.runtime.tuner import Timing, choose
     from nbx_core.runtime.tuning import frozen
 
     chosen = []
-    for sweep in sweeps_of(family):
+    sweeps, given = selected_sweeps(family, kernel, shapes)
+    for sweep in sweeps:
         tunable, timed, shipped_of = sweep.tunable, [], {}
-        for shape in sweep.shapes:
+        for shape in given or sweep.shapes:
             for dtype in sweep.dtypes:
                 for case in sweep.cases(tuple(shape), dtype):
                     shipped = tunable.lookup(*case.args)
@@ -113,13 +119,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", default="linalg,norm,core,attention,conv,reduction,index,spectral")
     p.add_argument("--write-tables", action="store_true", help="enter the winners in the plugins' tables")
     p.add_argument("--margin", type=float, default=0.02, help="how much faster a winner must be (default 0.02)")
+    p.add_argument("--kernel", help="only this tunable kernel (one family in --only)")
+    p.add_argument("--shapes", help="shapes to sweep instead of the kernel's own, as nbx tune takes them")
     args = p.parse_args(argv)
+    if (args.kernel or args.shapes) and "," in args.only:
+        p.error("--kernel and --shapes name one family's kernel: give one family in --only")
     args.out.mkdir(parents=True, exist_ok=True)
     h = Harness(reps=30)
     chosen = []
     for name in args.only.split(","):
         print(f"== sweep {name}", flush=True)
-        chosen += sweep_tunables(h, name)
+        chosen += sweep_tunables(h, name, args.kernel, args.shapes)
     results = args.out / "sweep.json"
     results.write_text(
         json.dumps({"gpu": torch.cuda.get_device_name(), "results": h.results, "errors": h.errors}, indent=1) + "\n"

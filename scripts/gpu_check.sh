@@ -3,7 +3,8 @@
 # install the project without dependencies, run the full test suite on the cuda backend, then the
 # benchmarks. Logs and JSON results go to the folder given as $1 (default: $OUT).
 #   scripts/gpu_check.sh OUTDIR [pytest args...]
-# SKIP_TESTS=1, SKIP_BENCH=1, BENCH_FAMILIES=a,b, BENCH_QUICK=1 and SWEEP=a,b narrow or extend it;
+# SKIP_TESTS=1, SKIP_BENCH=1, BENCH_FAMILIES=a,b, BENCH_QUICK=1 and SWEEP=a,b (with SWEEP_KERNEL, SWEEP_SHAPES,
+# WRITE_TABLES: see below) narrow or extend it;
 # MODELS=a,b (or MODELS=all) also runs the whole-model benchmark (benchmarks/models.py) on those models;
 # FIRST_RUN=a,b the cold, warm and bundled first runs of those models (benchmarks/first_run.py).
 set -uo pipefail
@@ -26,7 +27,17 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
 fi
 if [ -n "${SWEEP:-}" ]; then
     # candidate launch configurations (benchmarks/sweep.py), e.g. SWEEP=attention,core
-    python3 -m benchmarks.sweep --out "$out" --only "$SWEEP" >"$out/sweep.log" 2>&1 || rc=1
+    # SWEEP_KERNEL=gemm SWEEP_SHAPES=6304x2304x768,... sweep one kernel of one family at those shapes.
+    # WRITE_TABLES=NAME enters the winners in the plugins' tables with benchmarks/results/sweeps/NAME/
+    # as their source; the tables and that folder come back under $out/repo/ to be committed.
+    sweep_out="$out"
+    [ -n "${WRITE_TABLES:-}" ] && sweep_out="benchmarks/results/sweeps/$WRITE_TABLES"
+    python3 -m benchmarks.sweep --out "$sweep_out" --only "$SWEEP" ${SWEEP_KERNEL:+--kernel "$SWEEP_KERNEL"} \
+        ${SWEEP_SHAPES:+--shapes "$SWEEP_SHAPES"} ${WRITE_TABLES:+--write-tables} >"$out/sweep.log" 2>&1 || rc=1
+    if [ -n "${WRITE_TABLES:-}" ]; then
+        find "$sweep_out" plugins -path '*/configs/*.json' -newer "$out/install.log" -o -path "$sweep_out/*" \
+            -type f | while read -r f; do mkdir -p "$out/repo/$(dirname "$f")" && cp "$f" "$out/repo/$f"; done
+    fi
 fi
 if [ -n "${MODELS:-}" ]; then
     models=$([ "$MODELS" = all ] && echo "" || echo "--models $MODELS")

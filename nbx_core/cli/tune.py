@@ -49,26 +49,34 @@ def sweeps_of(family: str) -> list[Any]:
     return list(module.SWEEPS)
 
 
-def _tune(args: argparse.Namespace) -> int:
-    from ..runtime.tuner import parse_shapes, require_gpu, tune
+def selected_sweeps(family: str, kernel: str | None = None, shapes: str | None = None) -> tuple[list[Any], Any]:
+    """The sweeps of ``family`` (of its tunable ``kernel`` only, when given) and the shapes parsed
+    from ``shapes`` (None: each sweep's own); shapes need a single kernel, since each kernel reads
+    them its own way."""
+    from ..runtime.tuner import parse_shapes
 
-    require_gpu(f"nbx tune --family {args.family}")
-    sweeps = sweeps_of(args.family)
-    if args.kernel:
-        sweeps = [s for s in sweeps if s.tunable.name == args.kernel]
+    sweeps = sweeps_of(family)
+    if kernel:
+        sweeps = [s for s in sweeps if s.tunable.name == kernel]
         if not sweeps:
             raise UsageError(
-                f"--kernel {args.kernel!r}: {args.family} tunes "
-                f"{', '.join(s.tunable.name for s in sweeps_of(args.family))}"
+                f"--kernel {kernel!r}: {family} tunes {', '.join(s.tunable.name for s in sweeps_of(family))}"
             )
-    if args.shapes and len(sweeps) > 1:
+    if shapes and len(sweeps) > 1:
         raise UsageError(
-            f"--shapes: {args.family} tunes several kernels, whose shapes mean different things; "
+            f"--shapes: {family} tunes several kernels, whose shapes mean different things; "
             f"name one with --kernel ({', '.join(s.tunable.name for s in sweeps)})"
         )
+    return sweeps, parse_shapes(shapes) if shapes else None
+
+
+def _tune(args: argparse.Namespace) -> int:
+    from ..runtime.tuner import require_gpu, tune
+
+    require_gpu(f"nbx tune --family {args.family}")
+    sweeps, shapes = selected_sweeps(args.family, args.kernel, args.shapes)
     if args.reps < 1:
         raise UsageError(f"--reps {args.reps}: must be at least 1")
-    shapes = parse_shapes(args.shapes) if args.shapes else None
     rows = []
     for sweep in sweeps:
         for choice in tune(sweep, shapes, args.dtype, args.reps):
