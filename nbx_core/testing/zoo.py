@@ -115,22 +115,26 @@ def _pick(size: str, small: Any, real: Any) -> Any:
     return small if size == "small" else real
 
 
-def _text(vocab: int, batch: int, seq: int, *, mask: bool = True, low: int = 3) -> dict[str, torch.Tensor]:
-    """Token ids; with ``mask``, an attention mask whose last row pads its final quarter."""
+def _text(vocab: int, batch: int, seq: int, *, mask: bool = True, left: bool = False,
+          low: int = 3) -> dict[str, torch.Tensor]:
+    """Token ids; with ``mask``, an attention mask whose last row pads its final quarter (its first
+    quarter with ``left``, as batched generation pads)."""
     ids = torch.randint(low, vocab, (batch, seq))
     if not mask:
         return {"input_ids": ids}
     attention = torch.ones(batch, seq, dtype=torch.long)
     if batch > 1:
-        attention[-1, seq - max(1, seq // 4):] = 0
+        pad = max(1, seq // 4)
+        attention[-1, :pad] = 0 if left else 1
+        attention[-1, seq - pad:] = 1 if left else 0
     return {"input_ids": ids, "attention_mask": attention}
 
 
-def _tokens(small_vocab: int, vocab: int, batch: int, seq: int, *, mask: bool = True) -> Inputs:
+def _tokens(small_vocab: int, vocab: int, batch: int, seq: int, *, mask: bool = True, left: bool = False) -> Inputs:
     """Token inputs: at the small size batch 2 and sequence 12, else ``batch`` and ``seq``."""
     def make(size: str, dim: int | None, b: int | None) -> dict[str, torch.Tensor]:
         return _text(_pick(size, small_vocab, vocab), b or _pick(size, 2, batch), dim or _pick(size, 12, seq),
-                     mask=mask)
+                     mask=mask, left=left)
     return make
 
 
@@ -163,6 +167,14 @@ class _CausalLM(_Wrapper):
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
         return self.model(input_ids=input_ids, use_cache=False).logits
+
+
+class _PaddedCausalLM(_Wrapper):
+    """A transformers causal language model without a cache, called with a padding mask: ids and
+    mask in, logits out."""
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        return self.model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits
 
 
 class _Vision(_Wrapper):
@@ -302,6 +314,20 @@ def _mistral(size: str) -> nn.Module:
     return _causal_lm("MistralConfig", "MistralForCausalLM", _pick(size, 128, 32000),
                       _pick(size, _SMALL_GQA, (4096, 14336, 32, 32, 8)), sliding_window=_pick(size, 4, 4096),
                       max_position_embeddings=_pick(size, 128, 32768))
+
+
+@_register("falcon", "decoder", _tokens(128, 50304, 8, 512, left=True), _SEQ, (12, 9), transformers=True)
+def _falcon(size: str) -> nn.Module:
+    """Falcon with ALiBi (real: Falcon-RW-1B's config), batched left-padded: transformers gives
+    attention a float mask of ALiBi slopes and finfo.min, and a padded query sees no key at all,
+    which torch weighs uniformly over the keys rather than as empty."""
+    from transformers import FalconConfig, FalconForCausalLM
+
+    h, layers, heads = _pick(size, (32, 2, 2), (2048, 24, 32))
+    cfg = _config(FalconConfig, vocab_size=_pick(size, 128, 50304), hidden_size=h, num_hidden_layers=layers,
+                  num_attention_heads=heads, alibi=True, new_decoder_architecture=False, multi_query=False,
+                  parallel_attn=False, bias=True, use_cache=False)
+    return _PaddedCausalLM(FalconForCausalLM(cfg))
 
 
 @_register("mixtral", "decoder", _tokens(64, 32000, 1, 2048, mask=False), _IDS, (12, 9), transformers=True)
