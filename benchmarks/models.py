@@ -97,8 +97,14 @@ def _float32_outputs(module: Any, inputs: dict[str, Any]) -> Any:
 
     wide = copy.deepcopy(module).float()
     args = {k: v.float() if v.is_floating_point() else v for k, v in inputs.items()}
-    with torch.inference_mode():
-        out = [t.float().cpu() for t in _flat(wide(**args))]
+    # IEEE float32 throughout: cuDNN's convolutions would otherwise take TF32 (10-bit mantissas).
+    matmul_tf32 = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        with torch.inference_mode(), torch.backends.cudnn.flags(enabled=True, allow_tf32=False):
+            out = [t.float().cpu() for t in _flat(wide(**args))]
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = matmul_tf32
     del wide
     torch.cuda.empty_cache()
     return out

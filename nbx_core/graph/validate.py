@@ -396,7 +396,9 @@ def _constant_inputs(doc: Mapping[str, Any], file: Path, input_names: set[str]) 
     for i, raw in enumerate(raw_list):
         where = f"{file}: constant_inputs[{i}]"
         name, index = _get(raw, "name", str, where), _get(raw, "index", int, where)
-        value = raw.get("value") if isinstance(raw, dict) else None
+        if "value" not in raw:
+            raise _fail(GraphFormatError, where, "missing key 'value' (null for an argument that was None)")
+        value = raw["value"]
         if not name.isidentifier() or name in input_names or any(c.name == name for c in found):
             raise _fail(GraphFormatError, where, f"name {name!r} must be an identifier no other input has")
         if not 0 <= index < total or any(c.index == index for c in found):

@@ -119,9 +119,12 @@ class Recorder:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        # Memory held only by reference cycles is not kept by anyone: collect it before classing
-        # storages as kept (Triton's interpreter leaves a cycle holding the storages of each launch).
-        gc.collect()
+        # Triton's interpreter leaves each launch's storages in a reference cycle: collect them before
+        # classing storages as kept. A GPU run leaves none, and a full collection costs it time.
+        from .traits import TRAITS  # here: importing it chooses the backend, which a recording has done
+
+        if TRAITS.interpreted:
+            gc.collect()
         events.set_observer(self._prev)
         end = len(self.trace.ops)
         for index, ref in self._live_temps.items():

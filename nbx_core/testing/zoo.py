@@ -125,8 +125,7 @@ def _text(vocab: int, batch: int, seq: int, *, mask: bool = True, left: bool = F
     attention = torch.ones(batch, seq, dtype=torch.long)
     if batch > 1:
         pad = max(1, seq // 4)
-        attention[-1, :pad] = 0 if left else 1
-        attention[-1, seq - pad:] = 1 if left else 0
+        attention[-1, slice(0, pad) if left else slice(seq - pad, seq)] = 0
     return {"input_ids": ids, "attention_mask": attention}
 
 

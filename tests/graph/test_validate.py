@@ -124,6 +124,11 @@ MALFORMED = {
         GraphFormatError,
         r"constant_inputs\[0\]: index 5 must be a free place in 0\.\.1",
     ),
+    "constant_input_without_value": (
+        lambda d: d.update(constant_inputs=[{"name": "mask", "index": 0}]),
+        GraphFormatError,
+        r"constant_inputs\[0\]: missing key 'value'",
+    ),
     "constant_input_not_a_scalar": (
         lambda d: d.update(constant_inputs=[{"name": "mask", "index": 0, "value": [1]}]),
         GraphFormatError,
