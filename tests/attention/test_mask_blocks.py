@@ -18,8 +18,8 @@ def _lists(mask: torch.Tensor, bm: int, bn: int) -> list[tuple[list[int], list[i
     from nbx_attention.mask_blocks import mask_blocks
 
     blocks = mask_blocks(from_torch(mask), bm, bn)
-    full, partial, counts = (to_torch(t) for t in (blocks.full, blocks.partial, blocks.counts))
-    return [(full[r, : counts[r, 0]].tolist(), partial[r, : counts[r, 1]].tolist()) for r in range(counts.shape[0])]
+    partial, counts = to_torch(blocks.partial), to_torch(blocks.counts).tolist()
+    return [(list(range(lo, hi)), partial[r, :n].tolist()) for r, (lo, hi, n) in enumerate(counts)]
 
 
 @pytest.mark.skipif(not numeric(), reason="reads the block lists back")
@@ -44,6 +44,16 @@ def test_key_edge_and_finite_additive_values_are_partial():
     assert _lists(additive, 16, 16) == [([1], [0, 2])]
 
 
+@pytest.mark.skipif(not numeric(), reason="reads the block lists back")
+def test_full_tiles_after_the_first_run_are_partial():
+    # Key blocks: full, empty, full, full, partial (the key tail). The kernel walks one run of full
+    # blocks as a range; the later full ones load the mask.
+    keep = torch.ones(1, 1, 16, 72, dtype=torch.bool)
+    keep[..., 16:32] = False
+    keep[..., 0, 64:] = False
+    assert _lists(keep, 16, 16) == [([0], [2, 3, 4])]
+
+
 def _qkv(b, h, L, S, E=16, dtype="float32"):
     return make((b, h, L, E), dtype, seed=0), make((b, h, S, E), dtype, seed=1), make((b, h, S, E), dtype, seed=2)
 
@@ -62,6 +72,16 @@ def test_padding_mask_broadcast_over_heads_and_rows():
     keep = torch.ones(2, 1, 1, 130, dtype=torch.bool)
     keep[0, ..., 70:] = False
     keep[1, ..., 100:] = False
+    check_op(SDPA, q, k, v, keep)
+
+
+def test_full_key_blocks_on_both_sides_of_an_empty_one():
+    # With the kernel's 64-key tiles (the interpreter's for S >= 64): full, empty, full, full, then
+    # the key tail.
+    q, k, v = _qkv(1, 2, 20, 260)
+    keep = torch.ones(1, 1, 20, 260, dtype=torch.bool)
+    keep[..., 64:128] = False
+    keep[..., 5, 258:] = False
     check_op(SDPA, q, k, v, keep)
 
 

@@ -10,8 +10,9 @@ running sum ``l`` of exponentials and the unnormalised output ``acc``. Scores ar
 Key blocks that need no masking (inside the key length and fully below the causal diagonal) run
 first without any ``where``; the remaining blocks (the diagonal, the key tail) apply the masks.
 An attention mask spanning several key blocks is summarised into block lists first
-(:mod:`nbx_attention.mask_blocks`): the kernel skips the tiles it masks out entirely and loads it
-only for tiles it changes in part, so a causal mask given as data skips the tiles ``is_causal`` skips.
+(:mod:`nbx_attention.mask_blocks`): the kernel skips the tiles it masks out entirely, walks the
+tiles it keeps whole as one range of key blocks, and loads it only for tiles it changes in part,
+so a causal mask given as data skips the tiles ``is_causal`` skips.
 The causal mask is torch's: query ``i`` sees key ``j`` iff ``j <= i`` (the top-left aligned tril of
 an L x S matrix); blocks past the diagonal are skipped. An attention mask is either boolean (True =
 attend) or additive, broadcast by stride-0 strides.
@@ -165,7 +166,7 @@ def _merge_splits(part_ptr, ml_ptr, zh, n_split, L, offs_m, offs_dv, BLOCK_M: tl
 
 @triton.jit
 def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml_ptr, cnt_ptr,
-                     full_ptr, partial_ptr, counts_ptr, sbz, sbh, NB,
+                     partial_ptr, counts_ptr, sbz, sbh, NB,
                      H, L, S, GK, GV, split_len, scale32, scale64: tl.float64, masked_lse,
                      sqz, sqh, sqm, sqd, skz, skh, skn, skd, svz, svh, svn, svd,
                      smz, smh, smm, smn, soz, soh, som, sod, slz, slh, slm,
@@ -207,13 +208,13 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml
         safe = tl.minimum(safe, ((start_m * BLOCK_M + 1) // BLOCK_N) * BLOCK_N)
     mid = tl.maximum(lo, tl.minimum(hi, safe))
     if BLOCKS:
-        # The mask's block lists (nbx_attention.mask_blocks): tiles it keeps whole run without
-        # loading it, tiles it removes are never visited.
+        # The mask's block lists (nbx_attention.mask_blocks): the run of tiles it keeps whole is a
+        # plain range, without loading the mask; tiles it removes are never visited.
         row = z * sbz + h.to(tl.int64) * sbh + start_m
-        n_full = tl.load(counts_ptr + row * 2)
-        n_partial = tl.load(counts_ptr + row * 2 + 1)
-        for i in range(0, n_full):
-            start_n = tl.load(full_ptr + row * NB + i) * BLOCK_N
+        run_lo = tl.load(counts_ptr + row * 3)
+        run_hi = tl.load(counts_ptr + row * 3 + 1)
+        n_partial = tl.load(counts_ptr + row * 3 + 2)
+        for start_n in range(run_lo * BLOCK_N, run_hi * BLOCK_N, BLOCK_N):
             acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n,
                                         offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn,
                                         E, EV, BLOCK_D, BLOCK_DV, 0, False, False, PREC, ACC, FOLD_SCALE)
@@ -378,8 +379,8 @@ def flash_forward(q: NBXTensor, k: NBXTensor, v: NBXTensor, mask: NBXTensor | No
         storage = mask.storage
         key = ("mask_blocks", id(storage), mask.storage_offset(), mask.shape, mask.stride(), mask.dtype, bm, bn, causal)
         blocks = memoized(key, storage, lambda: mask_blocks(mask, bm, bn, causal))
-    lists = (blocks.full, blocks.partial, blocks.counts, blocks.batch_stride, blocks.head_stride, blocks.blocks) \
-        if blocks is not None else (out, out, out, 0, 0, 0)
+    lists = (blocks.partial, blocks.counts, blocks.batch_stride, blocks.head_stride, blocks.blocks) \
+        if blocks is not None else (out, out, 0, 0, 0)
     launch(_attn_fwd_kernel, (cdiv(L, bm), Z * H, n_split), q, k, v, mask if mask is not None else q, out,
            lse if lse is not None else out, part, ml, cnt, *lists,
            H, L, S, H // k.shape[1], H // v.shape[1], per, scale * LOG2E, scale * LOG2E, float(masked_lse),

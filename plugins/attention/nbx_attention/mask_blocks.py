@@ -9,9 +9,13 @@ out. One pass over the mask sorts each (query block, key block) tile of it into:
   inside the key length: it runs without loading the mask;
 - *partial*: anything else, and every tile at the key length's edge: it loads the mask.
 
-The lists are in key order per (mask batch, mask head, query block); a dim the mask broadcasts
-(stride 0) is summarised once. Under ``is_causal`` too, keys past the diagonal count as masked.
-The flash kernel walks the full tiles, then the partial ones.
+Full tiles are kept as one run of consecutive key blocks per (mask batch, mask head, query block):
+the first run of them. The flash kernel walks that run as a plain range, which Triton pipelines
+like the unmasked loop (a list of block indices it could not). The masks models build (padding,
+causal, all-True, a sliding window) have one such run; a full tile after it is listed as partial,
+which loads the mask and gives the same scores. Partial tiles are listed in key order; a dim the
+mask broadcasts (stride 0) is summarised once. Under ``is_causal`` too, keys past the diagonal
+count as masked. The flash kernel walks the run, then the partial tiles.
 """
 
 from dataclasses import dataclass
@@ -25,7 +29,7 @@ from nbx_core.tensor import NBXTensor, empty_tensor
 
 
 @triton.jit
-def _mask_blocks_kernel(mask_ptr, full_ptr, part_ptr, count_ptr, HB, L, S, NB, smz, smh, smm, smn,
+def _mask_blocks_kernel(mask_ptr, part_ptr, count_ptr, HB, L, S, NB, smz, smh, smm, smn,
                         KIND: tl.constexpr, CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     # Grid: (query blocks, mask batches x mask heads). Tiles are classified branch-free and appended
     # with masked scalar stores, so one program's loop has no data-dependent control flow.
@@ -38,7 +42,8 @@ def _mask_blocks_kernel(mask_ptr, full_ptr, part_ptr, count_ptr, HB, L, S, NB, s
     offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
     rows_ok = offs_m < L
-    n_full = tl.zeros((), tl.int32)
+    run_lo = tl.zeros((), tl.int32)
+    run_hi = tl.full((), -1, tl.int32)
     n_part = tl.zeros((), tl.int32)
     for b in range(0, NB):
         cols = b * BLOCK_N + offs_n
@@ -58,23 +63,25 @@ def _mask_blocks_kernel(mask_ptr, full_ptr, part_ptr, count_ptr, HB, L, S, NB, s
         all_plain = tl.min(tl.where(ok & ~plain, 0, 1)) > 0
         inside = (b + 1) * BLOCK_N <= S
         is_full = any_keep & all_plain & inside
-        is_part = any_keep & ~is_full
-        tl.store(full_ptr + row * NB + n_full, b, mask=is_full)
+        # The run starts at the first full tile and grows while the next tile is full too.
+        in_run = is_full & ((run_hi < 0) | (run_hi == b))
+        run_lo = tl.where(in_run & (run_hi < 0), b, run_lo)
+        run_hi = tl.where(in_run, b + 1, run_hi)
+        is_part = any_keep & ~in_run
         tl.store(part_ptr + row * NB + n_part, b, mask=is_part)
-        n_full += is_full.to(tl.int32)
         n_part += is_part.to(tl.int32)
-    tl.store(count_ptr + row * 2, n_full)
-    tl.store(count_ptr + row * 2 + 1, n_part)
+    tl.store(count_ptr + row * 3, run_lo)
+    tl.store(count_ptr + row * 3 + 1, tl.maximum(run_hi, 0))
+    tl.store(count_ptr + row * 3 + 2, n_part)
 
 
 @dataclass(frozen=True)
 class MaskBlocks:
-    """A mask's block lists (int32): ``full`` and ``partial`` of shape (mask batches x heads x query
-    blocks, key blocks), ``counts`` (..., 2) how many of each row are used; ``batch_stride`` and
-    ``head_stride`` step between list rows (0 where the mask broadcasts), ``blocks`` is the number of
-    key blocks."""
+    """A mask's block lists (int32): ``partial`` of shape (mask batches x heads x query blocks, key
+    blocks); ``counts`` (..., 3): each row's run of full key blocks ``[lo, hi)`` and how many of its
+    ``partial`` entries are used; ``batch_stride`` and ``head_stride`` step between list rows (0 where
+    the mask broadcasts), ``blocks`` is the number of key blocks."""
 
-    full: NBXTensor
     partial: NBXTensor
     counts: NBXTensor
     batch_stride: int
@@ -91,9 +98,8 @@ def mask_blocks(mask: NBXTensor, block_m: int, block_n: int, causal: bool = Fals
     hb = 1 if smh == 0 else H
     mb, nb = cdiv(L, block_m), cdiv(S, block_n)
     rows = zb * hb * mb
-    full = empty_tensor((rows, nb), D.int32, mask.device)
     partial = empty_tensor((rows, nb), D.int32, mask.device)
-    counts = empty_tensor((rows, 2), D.int32, mask.device)
-    launch(_mask_blocks_kernel, (mb, zb * hb), mask, full, partial, counts, hb, L, S, nb, smz, smh, smm, smn,
+    counts = empty_tensor((rows, 3), D.int32, mask.device)
+    launch(_mask_blocks_kernel, (mb, zb * hb), mask, partial, counts, hb, L, S, nb, smz, smh, smm, smn,
            KIND=1 if mask.dtype is D.bool_ else 2, CAUSAL=causal, BLOCK_M=block_m, BLOCK_N=block_n, num_warps=4)
-    return MaskBlocks(full, partial, counts, 0 if smz == 0 else hb * mb, 0 if smh == 0 else mb, nb)
+    return MaskBlocks(partial, counts, 0 if smz == 0 else hb * mb, 0 if smh == 0 else mb, nb)
