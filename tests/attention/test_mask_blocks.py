@@ -33,15 +33,17 @@ def test_causal_mask_lists_the_lower_triangle():
 
 
 @pytest.mark.skipif(not numeric(), reason="reads the block lists back")
-def test_key_edge_and_finite_additive_values_are_partial():
-    # A key tail (S = 40: the last block holds 8 keys) always loads the mask; a finite additive
-    # value (transformers' finfo.min) is kept, not skipped.
+def test_key_tail_and_finite_additive_values():
+    # The key tail (S = 40: the last block holds 8 keys) is full when the mask keeps all of its keys;
+    # a finite additive value (transformers' finfo.min) is kept, not skipped.
     keep = torch.ones(1, 2, 16, 40, dtype=torch.bool)
     keep[0, 1, :, :16] = False
-    assert _lists(keep, 16, 16) == [([0, 1], [2]), ([1], [2])]
+    assert _lists(keep, 16, 16) == [([0, 1, 2], []), ([1, 2], [])]
+    keep[0, 0, 3, 39] = False
+    assert _lists(keep, 16, 16) == [([0, 1], [2]), ([1, 2], [])]
     additive = torch.zeros(1, 1, 16, 40)
     additive[..., :16] = torch.finfo(torch.float32).min
-    assert _lists(additive, 16, 16) == [([1], [0, 2])]
+    assert _lists(additive, 16, 16) == [([1, 2], [0])]
 
 
 @pytest.mark.skipif(not numeric(), reason="reads the block lists back")
@@ -83,6 +85,12 @@ def test_full_key_blocks_on_both_sides_of_an_empty_one():
     keep[..., 64:128] = False
     keep[..., 5, 258:] = False
     check_op(SDPA, q, k, v, keep)
+
+
+def test_a_mask_that_keeps_every_key():
+    # ViT's: transformers passes an all-True mask; the run of full blocks then covers the key tail.
+    q, k, v = _qkv(2, 2, 40, 150)
+    check_op(SDPA, q, k, v, torch.ones(1, 1, 1, 1, dtype=torch.bool).expand(2, 1, 40, 150))
 
 
 def test_random_mask_and_rows_that_see_nothing():

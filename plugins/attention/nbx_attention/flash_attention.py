@@ -174,7 +174,7 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml
                      BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr, MASK_KIND: tl.constexpr,
                      CAUSAL: tl.constexpr, SPLIT: tl.constexpr, STORE_LSE: tl.constexpr,
                      PREC: tl.constexpr, ACC: tl.constexpr, FOLD_SCALE: tl.constexpr,
-                     HEAVY_FIRST: tl.constexpr, BLOCKS: tl.constexpr):
+                     HEAVY_FIRST: tl.constexpr, BLOCKS: tl.constexpr, RUN_MASK: tl.constexpr):
     if HEAVY_FIRST:
         start_m = tl.num_programs(0) - 1 - tl.program_id(0)
     else:
@@ -202,33 +202,29 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml
     acc = tl.zeros([BLOCK_M, BLOCK_DV], ACC)
     lo = split * split_len
     hi = tl.minimum(S, lo + split_len)
+    if BLOCKS:
+        # The mask's block lists (nbx_attention.mask_blocks): the run of key blocks it keeps whole is
+        # walked like unmasked keys, its partial blocks after it; blocks it removes are never visited.
+        row = z * sbz + h.to(tl.int64) * sbh + start_m
+        lo = tl.load(counts_ptr + row * 3) * BLOCK_N
+        hi = tl.minimum(S, tl.load(counts_ptr + row * 3 + 1) * BLOCK_N)
     safe = (S // BLOCK_N) * BLOCK_N
     if CAUSAL:
         hi = tl.minimum(hi, (start_m + 1) * BLOCK_M)
         safe = tl.minimum(safe, ((start_m * BLOCK_M + 1) // BLOCK_N) * BLOCK_N)
     mid = tl.maximum(lo, tl.minimum(hi, safe))
+    for start_n in range(lo, mid, BLOCK_N):
+        acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n,
+                                    offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn,
+                                    E, EV, BLOCK_D, BLOCK_DV, RUN_MASK, CAUSAL, False, PREC, ACC, FOLD_SCALE)
+    for start_n in range(mid, hi, BLOCK_N):
+        acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n,
+                                    offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn,
+                                    E, EV, BLOCK_D, BLOCK_DV, RUN_MASK, CAUSAL, True, PREC, ACC, FOLD_SCALE)
     if BLOCKS:
-        # The mask's block lists (nbx_attention.mask_blocks): the run of tiles it keeps whole is a
-        # plain range, without loading the mask; tiles it removes are never visited.
-        row = z * sbz + h.to(tl.int64) * sbh + start_m
-        run_lo = tl.load(counts_ptr + row * 3)
-        run_hi = tl.load(counts_ptr + row * 3 + 1)
         n_partial = tl.load(counts_ptr + row * 3 + 2)
-        for start_n in range(run_lo * BLOCK_N, run_hi * BLOCK_N, BLOCK_N):
-            acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n,
-                                        offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn,
-                                        E, EV, BLOCK_D, BLOCK_DV, 0, False, False, PREC, ACC, FOLD_SCALE)
         for i in range(0, n_partial):
             start_n = tl.load(partial_ptr + row * NB + i) * BLOCK_N
-            acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n,
-                                        offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn,
-                                        E, EV, BLOCK_D, BLOCK_DV, MASK_KIND, CAUSAL, True, PREC, ACC, FOLD_SCALE)
-    else:
-        for start_n in range(lo, mid, BLOCK_N):
-            acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n,
-                                        offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn,
-                                        E, EV, BLOCK_D, BLOCK_DV, MASK_KIND, CAUSAL, False, PREC, ACC, FOLD_SCALE)
-        for start_n in range(mid, hi, BLOCK_N):
             acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n,
                                         offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn,
                                         E, EV, BLOCK_D, BLOCK_DV, MASK_KIND, CAUSAL, True, PREC, ACC, FOLD_SCALE)
@@ -388,5 +384,6 @@ def flash_forward(q: NBXTensor, k: NBXTensor, v: NBXTensor, mask: NBXTensor | No
            E=E, BLOCK_M=bm, BLOCK_N=bn, BLOCK_D=bd, MASK_KIND=kind, CAUSAL=causal, SPLIT=split,
            PREC="ieee" if q.dtype in (D.float32, D.float64) else "tf32",
            EV=EV, BLOCK_DV=bdv, STORE_LSE=lse is not None, ACC=tl_dtype(acc),
-           FOLD_SCALE=fold, HEAVY_FIRST=bool(cfg["HEAVY_FIRST"]), BLOCKS=blocks is not None, num_warps=warps,
+           FOLD_SCALE=fold, HEAVY_FIRST=bool(cfg["HEAVY_FIRST"]), BLOCKS=blocks is not None,
+           RUN_MASK=0 if blocks is not None else kind, num_warps=warps,
            num_stages=stages)

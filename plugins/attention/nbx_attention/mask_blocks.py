@@ -5,17 +5,18 @@ as tensors), so the flash kernel cannot know from ``is_causal`` that half its ke
 out. One pass over the mask sorts each (query block, key block) tile of it into:
 
 - *empty*: no score is kept (bool False, or an additive -inf, everywhere): the tile is skipped;
-- *full*: every score is kept unchanged (bool True, or an additive 0, everywhere) and the tile lies
-  inside the key length: it runs without loading the mask;
-- *partial*: anything else, and every tile at the key length's edge: it loads the mask.
+- *full*: every score within the key length is kept unchanged (bool True, or an additive 0): it
+  runs without loading the mask (the key length's last tile keeps its bounds check);
+- *partial*: anything else: it loads the mask.
 
 Full tiles are kept as one run of consecutive key blocks per (mask batch, mask head, query block):
-the first run of them. The flash kernel walks that run as a plain range, which Triton pipelines
-like the unmasked loop (a list of block indices it could not). The masks models build (padding,
-causal, all-True, a sliding window) have one such run; a full tile after it is listed as partial,
-which loads the mask and gives the same scores. Partial tiles are listed in key order; a dim the
-mask broadcasts (stride 0) is summarised once. Under ``is_causal`` too, keys past the diagonal
-count as masked. The flash kernel walks the run, then the partial tiles.
+the first run of them. The flash kernel walks that run as a plain range, as it walks the keys of
+unmasked attention, which Triton pipelines (a list of block indices it could not); a mask that
+keeps every key costs nothing more than no mask. The masks models build (padding, causal,
+all-True, a sliding window) have one such run; a full tile after it is listed as partial, which
+loads the mask and gives the same scores. Partial tiles are listed in key order; a dim the mask
+broadcasts (stride 0) is summarised once. Under ``is_causal`` too, keys past the diagonal count as
+masked. The flash kernel walks the run, then the partial tiles.
 """
 
 from dataclasses import dataclass
@@ -61,8 +62,7 @@ def _mask_blocks_kernel(mask_ptr, part_ptr, count_ptr, HB, L, S, NB, smz, smh, s
             plain = plain & seen
         any_keep = tl.max(tl.where(ok & keep, 1, 0)) > 0
         all_plain = tl.min(tl.where(ok & ~plain, 0, 1)) > 0
-        inside = (b + 1) * BLOCK_N <= S
-        is_full = any_keep & all_plain & inside
+        is_full = any_keep & all_plain
         # The run starts at the first full tile and grows while the next tile is full too.
         in_run = is_full & ((run_hi < 0) | (run_hi == b))
         run_lo = tl.where(in_run & (run_hi < 0), b, run_lo)
