@@ -38,7 +38,7 @@ class CapturedProgram:
         graph: Any,
         exec_: Any,
         stream: Any,
-        device_checks: list[Any],
+        device_checks: tuple[list[Any], Any],
     ) -> None:
         self.program = program
         self._inputs = inputs
@@ -46,7 +46,7 @@ class CapturedProgram:
         self._graph = graph
         self._exec = exec_
         self._stream = stream
-        self._checks = device_checks
+        self._checks, self._reserved = device_checks  # the checks and their flag slots
 
     def run(self, inputs: Mapping[str, Any]) -> dict[str, NBXTensor]:
         """Replay with ``inputs`` (name -> tensor); returns the captured output tensors."""

@@ -120,6 +120,7 @@ class Plan:
         ]
         self.outputs = tuple(outputs)
         self.checks = trace.checks
+        self._reserved = trace.reserved  # the checks' flag slots: given back when the plan goes
         used = {a.storage for op in self.ops if isinstance(op, Launch) for a in tensor_args(op.args)}
         used |= {op.storage for op in self.ops if isinstance(op, Zero)}
         out_storages = {o.storage for o in self.outputs}

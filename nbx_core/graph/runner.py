@@ -8,7 +8,8 @@ that, inference batch norms fold into the convolutions before them (:mod:`nbx_co
 convolutions take channels-last inputs (:mod:`nbx_core.graph.layout`).
 
 The first run of each input signature goes node by node and is recorded into an execution plan
-(:mod:`nbx_core.graph.plan`); later runs of the signature replay the plan. Node by node, each
+(:mod:`nbx_core.graph.plan`); later runs of the signature replay the plan. A program keeps the plans
+of its :data:`PLANS_KEPT` most recently run signatures. Node by node, each
 intermediate value is dropped right after its last use; in-place ops and ``copy_`` write into the
 value they mutate, so later readers see the write. Buffer mutations recorded by torch.export update
 the program's stored buffers (such a program runs node by node).
@@ -17,6 +18,7 @@ the program's stored buffers (such a program runs node by node).
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
@@ -91,6 +93,10 @@ def resolve_ops(graph: Graph, registry: Registry) -> dict[str, Callable[..., Any
 
 
 VIEW = "aten::view.default"
+PLANS_KEPT = 32
+"""Signatures whose plans a Program keeps; a new one drops the least recently run plan, and with
+it the memory it holds (arena, hoisted results, CUDA graph). A dynamic dim that takes more values
+than this re-records the ones dropped when they come back."""
 
 
 def copyable_views(graph: Graph) -> frozenset[int]:
@@ -191,7 +197,7 @@ class Program:
         self.planning = planning
         self.fusion = fusion
         self.cuda_graphs = backend.current() == "cuda" and not graph.symbols if cuda_graphs is None else cuda_graphs
-        self._plans: dict[tuple, Plan | Unplanned] = {}
+        self._plans: OrderedDict[tuple, Plan | Unplanned] = OrderedDict()  # least recently run first
         self._kernels = resolve_ops(graph, self._registry)
         self._copyable_views = copyable_views(graph)
         # Values derived from a node's inputs may be reused within a run (nbx_core.runtime.memo)
@@ -270,10 +276,10 @@ class Program:
 
         tensors = [env[spec.name] for spec in self.graph.inputs]
         key = signature(tensors)
-        plan = self._plans.get(key)
+        plan = self._plan(key)
         if plan is None:
             _, plan = self._record(tensors, env, dims)
-            self._plans[key] = plan
+            self._keep(key, plan)
         if isinstance(plan, Plan):
             plan.run(tensors)  # on aot, each launch compiles
 
@@ -323,9 +329,10 @@ class Program:
 
         tensors = [inputs[spec.name] for spec in self.graph.inputs]
         key = signature(tensors)
-        plan = self._plans.get(key)
+        plan = self._plan(key)
         if plan is None:
-            results, self._plans[key] = self._record(tensors, inputs, dims)
+            results, plan = self._record(tensors, inputs, dims)
+            self._keep(key, plan)
             return results
         if isinstance(plan, Unplanned):
             return self._run_nodes(inputs, dims)
@@ -358,6 +365,19 @@ class Program:
             except NbxError as exc:
                 plan.graph_reason = str(exc)
         return results, plan
+
+    def _plan(self, key: tuple) -> Plan | Unplanned | None:
+        plan = self._plans.get(key)
+        if plan is not None:
+            self._plans.move_to_end(key)
+        return plan
+
+    def _keep(self, key: tuple, plan: Plan | Unplanned) -> None:
+        """Keep ``plan`` for its signature; beyond :data:`PLANS_KEPT`, drop the least recently run
+        plan with its memory and flag slots."""
+        self._plans[key] = plan
+        while len(self._plans) > PLANS_KEPT:
+            self._plans.popitem(last=False)
 
     def plan_for(self, *args: Any, **kwargs: Any) -> Plan | Unplanned | None:
         """The plan of these inputs' signature, once a run has made one (None before)."""

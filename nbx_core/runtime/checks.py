@@ -17,11 +17,15 @@ On the interpreter backends (cpu, aot) reading a flag costs nothing, so the op r
 Ops that must know before they go on (an in-place write, a data-dependent size) read their slot
 at once with :func:`read_now`. Slots taken during a CUDA-graph capture are kept apart for the
 graph and re-armed at every replay (:func:`captured_checks`, :func:`rearm`); so are the slots of a
-run recorded for an execution plan (:mod:`nbx_core.runtime.trace`), on every backend.
+run recorded for an execution plan (:mod:`nbx_core.runtime.trace`), on every backend. Such slots are
+held by a :class:`Reserved` that the plan or graph keeps: when it is dropped they return to the
+table, so a process may make plans and graphs for as long as it runs.
 """
 
 from __future__ import annotations
 
+import gc
+import weakref
 from collections.abc import Callable
 
 import numpy as np
@@ -40,14 +44,15 @@ MakeError = Callable[[int], NbxError]
 
 
 class _Table:
-    """One device's flag table: slots ``[0, next)`` in use since the last read, the top ones
-    reserved by captured graphs."""
+    """One device's flag table: slots ``[0, next)`` in use since the last read; slots ``[top, SLOTS)``
+    set apart for plans and captured graphs, of which ``free`` were given back."""
 
     def __init__(self, device: Device) -> None:
         self.flags = tensor(np.zeros(2 * SLOTS, np.int64), device=device)
         self.views: list[NBXTensor | None] = [None] * SLOTS
         self.next = 0
         self.top = SLOTS
+        self.free: list[int] = []
         self.pending: list[tuple[int, MakeError]] = []
 
     def view(self, i: int) -> NBXTensor:
@@ -59,7 +64,25 @@ class _Table:
 
 _tables: dict[Device, _Table] = {}
 _captured: dict[int, list[tuple[Device, int, MakeError]]] = {}
+_captured_slots: dict[int, Reserved] = {}
 _reading = [False]
+
+
+class Reserved:
+    """Flag slots set apart for a recorded run or a captured graph, whose launches use them at every
+    replay; they return to their tables when this object is dropped."""
+
+    def __init__(self) -> None:
+        self.slots: list[tuple[Device, int]] = []
+        weakref.finalize(self, _give_back, self.slots)
+
+
+def _give_back(slots: list[tuple[Device, int]]) -> None:
+    for device, i in slots:
+        t = _tables.get(device)
+        if t is not None:
+            t.free.append(i)
+    slots.clear()
 
 
 def _deferred() -> bool:
@@ -78,11 +101,29 @@ def _table(device: Device) -> _Table:
 def slot(device: Device) -> NBXTensor:
     """A zeroed ``[raised, value]`` int64 flag on ``device`` for one launch's checks."""
     t = _table(device)
-    if (_backend() == "cuda" and _cuda.capture_id() is not None) or _recorder() is not None:
-        if t.top <= t.next:
-            raise NbxError("checks: a captured graph needs more flag slots than are free: capture fewer ops")
-        t.top -= 1
-        return t.view(t.top)
+    recorder = _recorder()
+    ident = _cuda.capture_id() if _backend() == "cuda" else None
+    if recorder is not None or ident is not None:
+        if not t.free and t.top <= t.next:
+            gc.collect()  # plans and graphs dropped in a reference cycle give their slots back
+        if t.free:
+            i = t.free.pop()
+        elif t.top > t.next:
+            t.top -= 1
+            i = t.top
+        else:
+            raise NbxError(
+                f"checks: plans and captured graphs alive hold all {SLOTS} flag slots of {device}: drop "
+                "programs or captured graphs no longer used, or run with planning=False"
+            )
+        if recorder is not None:
+            if recorder.trace.reserved is None:
+                recorder.trace.reserved = Reserved()
+            recorder.trace.reserved.slots.append((device, i))
+        else:
+            assert ident is not None
+            _captured_slots.setdefault(ident, Reserved()).slots.append((device, i))
+        return t.view(i)
     if t.next >= t.top:
         verify()
     t.next += 1
@@ -160,9 +201,10 @@ def verify() -> None:
         raise first
 
 
-def captured_checks(ident: int) -> list[tuple[Device, int, MakeError]]:
-    """The checks registered during the capture ``ident`` (handed to the captured graph)."""
-    return _captured.pop(ident, [])
+def captured_checks(ident: int) -> tuple[list[tuple[Device, int, MakeError]], Reserved]:
+    """The checks registered during the capture ``ident`` and the slots it took, handed to the
+    captured graph (which keeps them while it lives)."""
+    return _captured.pop(ident, []), _captured_slots.pop(ident, None) or Reserved()
 
 
 def rearm(checks: list[tuple[Device, int, MakeError]]) -> None:

@@ -91,6 +91,7 @@ class Trace:
     ops: list[Launch | Zero] = field(default_factory=list)
     storages: list[StorageInfo] = field(default_factory=list)
     checks: list[Any] = field(default_factory=list)
+    reserved: Any = None  # the flag slots of its checks (nbx_core.runtime.checks.Reserved)
     unreplayable: str | None = None
 
 

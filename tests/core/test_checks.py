@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from nbx_core.backend import current
-from nbx_core.errors import IndexOutOfRangeError
+from nbx_core.errors import IndexOutOfRangeError, NbxError
 from nbx_core.runtime import checks
 from nbx_core.testing import from_torch, numeric
 
@@ -76,3 +76,57 @@ def test_reading_a_result_raises_on_the_gpu():
     with pytest.raises(IndexOutOfRangeError, match="holds 4"):
         out.tolist()
     assert index_select(x, 0, _idx([2])).tolist() == [[6.0, 7.0, 8.0]]
+
+
+def test_slots_of_recorded_runs_return_when_they_are_dropped(monkeypatch):
+    from nbx_core.runtime.trace import Recorder
+
+    monkeypatch.setattr(checks, "SLOTS", 4)
+    monkeypatch.setattr(checks, "_tables", {})
+    x = from_torch(torch.arange(12.0).reshape(4, 3))
+
+    def record():
+        with Recorder([x.storage]) as rec:
+            index_select(x, 0, _idx([1]))
+            index_select(x, 0, _idx([2]))
+        assert len(rec.trace.reserved.slots) == 2
+        return rec.trace
+
+    kept = record()
+    # Ten more recordings of two checks each in a table of four slots: each gives its slots back.
+    for _ in range(10):
+        record()
+    full = record()
+    with pytest.raises(NbxError, match="plans and captured graphs alive hold all 4 flag slots"):
+        record()
+    del kept
+    assert record() is not full
+
+
+def test_a_bad_index_in_a_replayed_plan_still_raises_after_slots_were_reused(tmp_path, monkeypatch):
+    from nbx_core.graph import load
+    from nbx_core.graph.export import export_module
+
+    monkeypatch.setattr(checks, "SLOTS", 8)
+    monkeypatch.setattr(checks, "_tables", {})
+
+    class Gather(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = torch.nn.Parameter(torch.randn(6, 2))
+
+        def forward(self, idx):
+            return self.table[idx] + self.table[idx + 1]
+
+    idx = torch.tensor([0, 2, 4])
+    path = export_module(Gather().eval(), (idx,), tmp_path / "gather.nbx")
+    for _ in range(6):  # each program records a plan with two index checks, then goes
+        prog = load(path)
+        prog(idx)
+        prog(idx)
+        del prog
+    prog = load(path)
+    assert prog(idx).shape == (3, 2)
+    with pytest.raises(IndexOutOfRangeError):
+        prog(torch.tensor([0, 5, 1]))
+        checks.verify()

@@ -63,6 +63,30 @@ def test_a_replay_returns_fresh_outputs_and_takes_new_inputs(tmp_path):
         np.testing.assert_allclose(first.numpy(), case.module(x1).numpy(), rtol=1e-4, atol=1e-4)
 
 
+def test_a_program_keeps_the_plans_of_its_latest_signatures(tmp_path, monkeypatch):
+    import gc
+    import weakref
+
+    from nbx_core.graph import runner
+
+    monkeypatch.setattr(runner, "PLANS_KEPT", 2)
+    case = CASES["gpt_block"]()
+    path = export_module(case.module, case.args, tmp_path / "g.nbx", case.dynamic_shapes)
+    prog = load(path, device=kernel_device_type())
+    xs = [torch.randn(2, n, 32) for n in (3, 4, 5)]
+    want = [prog(xs[0]).numpy().copy()]
+    first = weakref.ref(prog.plan_for(xs[0]))
+    want += [prog(x).numpy().copy() for x in xs[1:]]
+    gc.collect()
+    assert prog.plan_for(xs[0]) is None and first() is None  # the least recently run of three: dropped
+    assert all(isinstance(prog.plan_for(x), Plan) for x in xs[1:])
+    prog(xs[1])  # now the most recently run: the next new signature drops xs[2]'s plan
+    np.testing.assert_array_equal(prog(xs[0]).numpy(), want[0])
+    assert prog.plan_for(xs[2]) is None
+    assert isinstance(prog.plan_for(xs[1]), Plan)
+    np.testing.assert_array_equal(prog(xs[2]).numpy(), want[2])
+
+
 def test_a_run_steered_by_host_reads_is_not_planned(tmp_path, doc):
     # y = x * item(sum(x)): the scale is read back to the host during the run.
     doc["nodes"] = [
