@@ -87,6 +87,17 @@ def test_full_key_blocks_on_both_sides_of_an_empty_one():
     check_op(SDPA, q, k, v, keep)
 
 
+@pytest.mark.parametrize("masked", [-math.inf, torch.finfo(torch.float32).min])
+def test_an_additive_padding_mask(masked):
+    # transformers' BERT mask: (Z, 1, 1, S), the same for every query row, 0 or a large negative;
+    # the kernel loads one row of it per partial block.
+    q, k, v = _qkv(2, 2, 30, 150)
+    bias = torch.zeros(2, 1, 1, 150)
+    bias[0, ..., 100:] = masked
+    bias[1, ..., 40:70] = masked
+    check_op(SDPA, q, k, v, bias)
+
+
 def test_a_mask_that_keeps_every_key():
     # ViT's: transformers passes an all-True mask; the run of full blocks then covers the key tail.
     q, k, v = _qkv(2, 2, 40, 150)

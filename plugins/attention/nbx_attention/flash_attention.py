@@ -66,10 +66,10 @@ needs no key splits). The interpreter runs the portable kernel unless a test set
 
 @triton.jit
 def _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n, offs_d, offs_dv,
-                L, S, qk_scale, skn, skd, svn, svd, smm, smn,
+                L, S, qk_scale, skn, skd, svn, svd, smm, smn, use_mask,
                 E: tl.constexpr, EV: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
                 MASK_KIND: tl.constexpr, CAUSAL: tl.constexpr, EDGE: tl.constexpr, PREC: tl.constexpr,
-                ACC: tl.constexpr, FOLD_SCALE: tl.constexpr):
+                ACC: tl.constexpr, FOLD_SCALE: tl.constexpr, LISTED: tl.constexpr, MASK_ROWS: tl.constexpr):
     cols = start_n + offs_n
     kv_ok = cols < S
     # Interior blocks lie inside the key length: only a padded head dim needs a load mask there.
@@ -85,10 +85,21 @@ def _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, of
     if not FOLD_SCALE:
         qk = qk * qk_scale
     if MASK_KIND != 0:
-        mptr = mask_base + offs_m[:, None] * smm + cols[None, :] * smn
-        mok = (offs_m < L)[:, None] & kv_ok[None, :]
+        # With LISTED, use_mask says whether this block applies the mask (a block list's partial
+        # block) or not (the key tail of a run the mask keeps whole). Scores the load skips are kept:
+        # past the key length the EDGE mask removes them, past the query length they are not stored.
+        # A mask the same for every query row (a padding mask) loads one row of BLOCK_N values, not a
+        # BLOCK_M x BLOCK_N tile of pointers.
+        mok = kv_ok[None, :]
+        if MASK_ROWS:
+            mptr = mask_base + offs_m[:, None] * smm + cols[None, :] * smn
+            mok = mok & (offs_m < L)[:, None]
+        else:
+            mptr = mask_base + cols[None, :] * smn
+        if LISTED:
+            mok = mok & (cols < tl.where(use_mask, S, 0))[None, :]
         if MASK_KIND == 1:
-            qk = tl.where(tl.load(mptr, mask=mok, other=0) != 0, qk, float("-inf"))
+            qk = tl.where(tl.load(mptr, mask=mok, other=1) != 0, qk, float("-inf"))
         else:
             # In base 2 the mask's finite values stay finite: a row masked with finfo.min everywhere
             # (padding under a float mask) is uniform in torch, not empty.
@@ -174,7 +185,8 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml
                      BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr, MASK_KIND: tl.constexpr,
                      CAUSAL: tl.constexpr, SPLIT: tl.constexpr, STORE_LSE: tl.constexpr,
                      PREC: tl.constexpr, ACC: tl.constexpr, FOLD_SCALE: tl.constexpr,
-                     HEAVY_FIRST: tl.constexpr, BLOCKS: tl.constexpr, RUN_MASK: tl.constexpr):
+                     HEAVY_FIRST: tl.constexpr, BLOCKS: tl.constexpr, RUN_MASK: tl.constexpr,
+                     MASK_ROWS: tl.constexpr):
     if HEAVY_FIRST:
         start_m = tl.num_programs(0) - 1 - tl.program_id(0)
     else:
@@ -215,19 +227,28 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml
     mid = tl.maximum(lo, tl.minimum(hi, safe))
     for start_n in range(lo, mid, BLOCK_N):
         acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n,
-                                    offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn,
-                                    E, EV, BLOCK_D, BLOCK_DV, RUN_MASK, CAUSAL, False, PREC, ACC, FOLD_SCALE)
-    for start_n in range(mid, hi, BLOCK_N):
-        acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n,
-                                    offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn,
-                                    E, EV, BLOCK_D, BLOCK_DV, RUN_MASK, CAUSAL, True, PREC, ACC, FOLD_SCALE)
+                                    offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn, True,
+                                    E, EV, BLOCK_D, BLOCK_DV, RUN_MASK, CAUSAL, False, PREC, ACC, FOLD_SCALE, False,
+                                    MASK_ROWS)
     if BLOCKS:
+        # One loop, one copy of the block's code (fewer registers), for the run's key tail (no mask)
+        # and then the partial blocks (the mask applied).
+        n_edge = tl.cdiv(hi - mid, BLOCK_N)
         n_partial = tl.load(counts_ptr + row * 3 + 2)
-        for i in range(0, n_partial):
-            start_n = tl.load(partial_ptr + row * NB + i) * BLOCK_N
+        for i in range(0, n_edge + n_partial):
+            listed = i >= n_edge
+            start_n = tl.where(listed, tl.load(partial_ptr + row * NB + (i - n_edge), mask=listed, other=0) * BLOCK_N,
+                               mid + i * BLOCK_N)
             acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n,
-                                        offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn,
-                                        E, EV, BLOCK_D, BLOCK_DV, MASK_KIND, CAUSAL, True, PREC, ACC, FOLD_SCALE)
+                                        offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn, listed,
+                                        E, EV, BLOCK_D, BLOCK_DV, MASK_KIND, CAUSAL, True, PREC, ACC, FOLD_SCALE,
+                                        True, MASK_ROWS)
+    else:
+        for start_n in range(mid, hi, BLOCK_N):
+            acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n,
+                                        offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn, True,
+                                        E, EV, BLOCK_D, BLOCK_DV, MASK_KIND, CAUSAL, True, PREC, ACC, FOLD_SCALE,
+                                        False, MASK_ROWS)
     if SPLIT:
         # Partials: part[zh, split, m, dv] (unnormalised acc) and ml[zh, split, m, 0:2] = (m, l).
         n_split = tl.num_programs(2)
@@ -385,5 +406,5 @@ def flash_forward(q: NBXTensor, k: NBXTensor, v: NBXTensor, mask: NBXTensor | No
            PREC="ieee" if q.dtype in (D.float32, D.float64) else "tf32",
            EV=EV, BLOCK_DV=bdv, STORE_LSE=lse is not None, ACC=tl_dtype(acc),
            FOLD_SCALE=fold, HEAVY_FIRST=bool(cfg["HEAVY_FIRST"]), BLOCKS=blocks is not None,
-           RUN_MASK=0 if blocks is not None else kind, num_warps=warps,
+           RUN_MASK=0 if blocks is not None else kind, MASK_ROWS=ms[2] != 0, num_warps=warps,
            num_stages=stages)
