@@ -44,12 +44,12 @@ def models_table(results: Path = RESULTS) -> str:
         "| model | nodes | torch eager | torch.compile | compile, reduce-overhead | NBX | NBX CUDA graph "
         "| speed: NBX | speed: NBX CUDA graph | speed: torch.compile | NBX CUDA graph / torch.compile "
         "| NBX CUDA graph / reduce-overhead | NBX first run (s) | peak MB: torch / NBX / NBX CUDA graph "
-        "| error vs eager |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| error vs eager | error vs float32: torch / NBX |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in doc["results"]:
         if "failed" in r:
-            lines.append(f"| {r['model']} | failed: {str(r['failed'])[:80]} |" + " |" * 13)
+            lines.append(f"| {r['model']} | failed: {str(r['failed'])[:80]} |" + " |" * 14)
             continue
         speed = {
             way: round(r["torch_ms"] / r[f"{way}_ms"], 3) if r.get(f"{way}_ms") and r.get("torch_ms") else None
@@ -61,6 +61,12 @@ def models_table(results: Path = RESULTS) -> str:
             for base in ("compile", "compile_ro")
         }
         error = max(r.get("error", 0.0), r.get("error_graph", 0.0))
+        fp32 = [r.get(k) for k in ("torch_error_fp32", "nbx_error_fp32", "nbx_graph_error_fp32")]
+        reference = (
+            f"{fp32[0]:.1e} / {max(e for e in fp32[1:] if e is not None):.1e}"
+            if fp32[0] is not None and any(e is not None for e in fp32[1:])
+            else None
+        )
         cells = [
             r["model"],
             r.get("nodes"),
@@ -77,6 +83,7 @@ def models_table(results: Path = RESULTS) -> str:
             r.get("first_run_s"),
             f"{_cell(r.get('torch_peak_mb'))} / {_cell(r.get('nbx_peak_mb'))} / {_cell(r.get('nbx_graph_peak_mb'))}",
             f"{error:.1e}" + ("" if r.get("ok", True) else " (over tolerance)"),
+            reference,
         ]
         lines.append("| " + " | ".join(map(_cell, cells)) + " |")
     if (results / "models.png").exists():

@@ -34,6 +34,9 @@ def test_the_models_table_has_a_row_a_model(tmp_path):
         "nbx_graph_peak_mb": 850.0,
         "error": 0.004,
         "error_graph": 0.005,
+        "torch_error_fp32": 0.01,
+        "nbx_error_fp32": 0.009,
+        "nbx_graph_error_fp32": 0.012,
         "ok": True,
     }
     doc = {
@@ -47,10 +50,10 @@ def test_the_models_table_has_a_row_a_model(tmp_path):
     lines = table.models_table(tmp_path).splitlines()
     assert lines[0].startswith("NVIDIA H200, torch 2.11, triton 3.6.0, 2026-12-05")
     header, rule, bert, llama = lines[2:]
-    assert header.count("|") == rule.count("|") == bert.count("|") == llama.count("|") == 16
+    assert header.count("|") == rule.count("|") == bert.count("|") == llama.count("|") == 17
     assert bert == (
         "| bert | 700 | 10.0 | 8.0 | 6.0 | 9.0 | 5.0 | 1.111 | 2.0 | 1.25 | 1.6 | 1.2 | 41.2 | 900.0 / 800.0 / 850.0 "
-        "| 5.0e-03 |"
+        "| 5.0e-03 | 1.0e-02 / 1.2e-02 |"
     )
     assert llama.startswith("| llama | failed: OutOfMemoryError: no |")
     assert "models.png" not in table.models_table(tmp_path)
