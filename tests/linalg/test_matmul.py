@@ -280,37 +280,6 @@ def test_persistent(monkeypatch, dtype):
     assert grids == [(5,)] * 3
 
 
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int32"])
-@pytest.mark.parametrize("sms", [4, 7])
-def test_stream_k(monkeypatch, dtype, sms):
-    # Stream-K (products whose tiles end in a partial wave): whole waves of tiles first, then the K
-    # steps of the tiles left dealt out evenly, a program's range starting or ending inside a tile,
-    # its tiles' partials added by the last to finish. 40 x 36 outputs in 16 x 16 tiles (9 a batch)
-    # with K = 100 (7 steps of 16, the last short), on 4 programs (2 batches: 16 tiles whole, 14 steps
-    # dealt out 4 a program) and 7 (18 tiles: 14 whole, 28 steps); alpha/beta with a broadcast c, a
-    # bias, a transposed operand, and one tile per batch.
-    from nbx_linalg import matmul
-    from nbx_linalg.configs import GEMM
-
-    choose, launch, grids = GEMM.lookup, matmul.launch, []
-    monkeypatch.setattr(GEMM, "lookup", lambda *args, **kw: {**choose(*args, **kw), "BLOCK_M": 16, "BLOCK_N": 16,
-                                                             "BLOCK_K": 16, "STREAM_K": 1})
-    monkeypatch.setattr(matmul, "multiprocessors", lambda index: sms)
-    monkeypatch.setattr(matmul, "launch", lambda kernel, grid, *args, **kw: grids.append(
-        (grid, args[30], args[31], kw["BLOCK_K"])) or launch(kernel, grid, *args, **kw))
-    a, b = make((2, 40, 100), dtype), make((2, 100, 36), dtype, seed=1)
-    check_op("aten::bmm", a, b)
-    check_op("aten::baddbmm", make((1, 36), dtype, seed=2), a, b, beta=2, alpha=-1)
-    check_op("aten::linear", a[0], make((36, 100), dtype, seed=3), None if dtype == "int32" else make((36,), dtype))
-    check_op("aten::bmm", make((3, 10, 100), dtype), make((3, 100, 12), dtype, seed=4))
-    # (grid, tiles run whole, K steps a program): 18 tiles, 9, then 3, of 7 steps each (13 of 8 where
-    # a GPU's integer kernel runs BLOCK_K 8).
-    steps = -(-100 // grids[0][3])
-    whole = [tiles - tiles % sms for tiles in (18, 9, 3)]
-    per = [-(-(tiles - w) * steps // sms) for tiles, w in zip((18, 9, 3), whole, strict=True)]
-    assert [g[:3] for g in (grids[0], grids[2], grids[3])] == [((sms,), w, p) for w, p in zip(whole, per, strict=True)]
-
-
 def _ask_for_ws(monkeypatch, sms: int = 3) -> list[str]:
     """Every GEMM's configuration asks for the warp-specialized kernel (128 x 64 x 32 tiles) on a
     GPU of ``sms`` SMs; returns which kernel each launch ran."""
@@ -566,43 +535,6 @@ def test_nt_gemm_keeps_its_wgmmas_in_flight(monkeypatch, tma, bias):
     assert ("UTMALDG" in sass) == bool(tma) and ("LDGSTS" in sass) != bool(tma)
     assert sass.count("HGMMA.64x256x16.F32.BF16") == 4
     assert sass.count("WARPGROUP.DEPBAR.LE gsb0, 0x0") == 1
-
-
-@pytest.mark.skipif(numeric(), reason="aot only: reads the SASS of the kernel compiled for sm_90")
-def test_stream_k_keeps_the_wgmmas_of_both_loops_in_flight(monkeypatch):
-    # ViT's fc2 (6304 x 768 x 3072) as a stream-K candidate compiles it: the loop over whole tiles and
-    # the loop over a range of K steps each keep their four wgmmas asynchronous (one wait for zero
-    # groups after each loop).
-    import os
-    import subprocess
-    import tempfile
-
-    import triton
-    from nbx_linalg import matmul
-    from nbx_linalg.configs import GEMM
-
-    import nbx_core.runtime.launch
-
-    tile = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 3,
-            "STREAM_K": 1}
-    compiled, warmup = [], matmul._gemm_kernel.warmup
-    monkeypatch.setattr(nbx_core.runtime.launch, "compiled_variants", set())
-    monkeypatch.setattr(GEMM, "lookup", lambda *args, **kw: dict(tile))
-
-    def keep(*args, **kwargs):
-        compiled.append(warmup(*args, **kwargs))
-        return compiled[-1]
-
-    monkeypatch.setattr(matmul._gemm_kernel, "warmup", keep)
-    x, w = make((6304, 3072), "bfloat16"), make((768, 3072), "bfloat16", seed=1)
-    run_op("aten::linear", x, w, make((768,), "bfloat16", seed=2))
-    with tempfile.NamedTemporaryFile("wb", suffix=".cubin") as f:
-        f.write(compiled[-1].asm["cubin"])
-        f.flush()
-        tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
-        sass = subprocess.run([tool, "-sass", f.name], capture_output=True, text=True, check=True).stdout
-    assert sass.count("HGMMA.64x128x16.F32.BF16") == 8
-    assert sass.count("WARPGROUP.DEPBAR.LE gsb0, 0x0") == 2
 
 
 @pytest.mark.skipif(numeric(), reason="aot only: reads the PTX of the kernel compiled for sm_90")

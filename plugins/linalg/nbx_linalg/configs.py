@@ -7,11 +7,7 @@ loads), ``SPLIT_K``: n slices K between n programs per output tile (decoding sha
 few tiles leave most SMs idle), the last of them adding the partials in slice order, and
 ``PERSISTENT``: n launches n programs per SM that walk the output tiles, each overlapping one
 tile's stores with the next tile's loads (short reductions with large outputs, such as attention
-scores, whose stores dominate); it applies to pointer loads without SPLIT_K. ``STREAM_K``: n
-launches n programs per SM that walk whole waves of output tiles, then share the K steps of the
-tiles left over evenly (stream-K: a 6304 x 768 product has 300 tiles of 128 x 128, 2.3 waves on 132
-SMs; the third wave would leave most SMs idle), adding the partials of a shared tile in program
-order; it applies to pointer loads without SPLIT_K. ``WS``: 1 runs
+scores, whose stores dominate); it applies to pointer loads without SPLIT_K. ``WS``: 1 runs
 :mod:`nbx_linalg.warp_specialized`'s kernel instead (persistent programs, PERSISTENT per SM or one,
 whose producer warp group loads while two consumer warp groups multiply and store; BLOCK_M 128 and
 four warps) where it applies: half-type products without ``c`` of dense row-major stacks.
@@ -57,9 +53,6 @@ CANDIDATES: list[Config] = [
     {"BLOCK_M": 128, "BLOCK_N": bn, "BLOCK_K": 64, "GROUP_M": 1, "num_warps": 4, "num_stages": s, "PERSISTENT": 1,
      "WS": 1}
     for bn, s in [(256, 3), (128, 4)]
-] + [
-    {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": w, "num_stages": s, "STREAM_K": 1}
-    for bm, bn, w, s in [(128, 256, 8, 3), (128, 128, 8, 3), (128, 128, 4, 4)]
 ]
 """What ``nbx tune --family linalg`` tries at a shape without candidates of its own
 (:mod:`nbx_linalg.tuning`), for float16/bfloat16: large tiles (GROUP_M 8 and 16,
@@ -67,8 +60,7 @@ BLOCK_K 128 for K-major operands), small-K batched tiles with few stages (one K 
 pipeline, and less shared memory fits more programs per SM), narrow decode tiles, the large tiles
 again with TMA loads, persistent programs (as many per SM as fit) for short reductions, and the
 warp-specialized kernel in row-major tile order (GROUP_M 1: its products' operands fit in L2, and
-grouping only cost time; where it does not apply, the candidate runs the general kernel), and
-stream-K programs for outputs that end in a partial wave of tiles."""
+grouping only cost time; where it does not apply, the candidate runs the general kernel)."""
 
 
 def dtype_class(dtype_name: str) -> str:
@@ -131,17 +123,14 @@ def _interpreter_rule(dtype_name: str, m: int, n: int, k: int, layout: str = "NN
 def _usable(config: Config) -> str | None:
     if config.get("WS") and (config["BLOCK_M"] != 128 or config["num_warps"] != 4 or config.get("SPLIT_K", 1) != 1):
         return "WS needs BLOCK_M 128, num_warps 4 and no SPLIT_K (two consumer warp groups of 64 rows)"
-    if config.get("STREAM_K") and (config.get("TMA") or config.get("WS") or config.get("SPLIT_K", 1) != 1):
-        return "STREAM_K runs pointer loads in programs of its own: not with TMA, WS or SPLIT_K"
     return None
 
 
 GEMM = Tunable(
     "linalg", "gemm",
     {"BLOCK_M": "pow2", "BLOCK_N": "pow2", "BLOCK_K": "pow2", "GROUP_M": "count", "num_warps": "count",
-     "num_stages": "count", "TMA": "flag", "SPLIT_K": "count", "PERSISTENT": "count0", "STREAM_K": "count0",
-     "WS": "flag"},
-    optional=("TMA", "SPLIT_K", "PERSISTENT", "STREAM_K", "WS"), key=key, rule=_gpu_rule, interpreter=_interpreter_rule,
+     "num_stages": "count", "TMA": "flag", "SPLIT_K": "count", "PERSISTENT": "count0", "WS": "flag"},
+    optional=("TMA", "SPLIT_K", "PERSISTENT", "WS"), key=key, rule=_gpu_rule, interpreter=_interpreter_rule,
     check=_usable, tables=Path(__file__).with_name("configs"))
 """The GEMM kernel's tiles. Arguments: the dtype's name (``int64`` for products without tensor
 cores), M, N, K and the layout; lookups that cannot run the warp-specialized kernel pass

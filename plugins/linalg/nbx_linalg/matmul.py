@@ -65,27 +65,21 @@ def _gemm_kernel(
     a_ptr, b_ptr, c_ptr, out_ptr, part_ptr, cnt_ptr, M, N, K, k_chunk, batch0, batches,
     bshape, a_bs, b_bs, c_bs, o_bs,
     sam, sak, sbk, sbn, scm, scn, som, son,
-    alpha_f: tl.float64, beta_f: tl.float64, alpha_i: tl.int64, beta_i: tl.int64, epi, dp_tiles, sk_steps,
+    alpha_f: tl.float64, beta_f: tl.float64, alpha_i: tl.int64, beta_i: tl.int64, epi,
     HAS_C: tl.constexpr, C_ROW: tl.constexpr, USE_DOT: tl.constexpr, INT_ACC: tl.constexpr,
     PRECISION: tl.constexpr,
     ACC: tl.constexpr, BNDIM: tl.constexpr, EVEN_K: tl.constexpr, INT64: tl.constexpr,
     TMA: tl.constexpr, A_T: tl.constexpr, B_T: tl.constexpr, SPLIT: tl.constexpr, PERSISTENT: tl.constexpr,
-    STREAM_K: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-    GROUP_M: tl.constexpr, EPI: tl.constexpr = None, EPI_ROUND: tl.constexpr = None,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    EPI: tl.constexpr = None, EPI_ROUND: tl.constexpr = None,
 ):
     # EPI: an elementwise epilogue that nbx_core.fusion generated (see gemm_epilogue below); it takes
     # the tile rounded to EPI_ROUND, the product's dtype, and stores its own result.
     # Grid: (output tiles, batches, K slices), or with PERSISTENT (programs,): each program walks the
     # (batch, tile) pairs a grid's width apart, its tile loop flattened with the K loop so that the
     # next tile's loads are in flight while this tile's results are stored. Short reductions (K of
-    # one or two steps, large outputs) are bound by those stores. With STREAM_K (programs,): see
-    # _stream_k.
-    if STREAM_K:
-        _stream_k(a_ptr, b_ptr, c_ptr, out_ptr, part_ptr, cnt_ptr, M, N, K, batch0, batches, dp_tiles, sk_steps,
-                  bshape, a_bs, b_bs, c_bs, o_bs, sam, sak, sbk, sbn, scm, scn, som, son,
-                  alpha_f, beta_f, alpha_i, beta_i, epi, HAS_C, C_ROW, USE_DOT, INT_ACC, PRECISION, ACC,
-                  BNDIM, EVEN_K, INT64, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, EPI, EPI_ROUND)
-    elif PERSISTENT:
+    # one or two steps, large outputs) are bound by those stores.
+    if PERSISTENT:
         tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
         for t in tl.range(tl.program_id(0), tiles * batches, tl.num_programs(0), flatten=True):
             _gemm_tile(a_ptr, b_ptr, c_ptr, out_ptr, part_ptr, cnt_ptr, t % tiles, t // tiles + batch0, M, N, K,
@@ -225,107 +219,6 @@ def _gemm_tile(
 
 
 @triton.jit
-def _stream_k(
-    a_ptr, b_ptr, c_ptr, out_ptr, part_ptr, cnt_ptr, M, N, K, batch0, batches, dp_tiles, per,
-    bshape, a_bs, b_bs, c_bs, o_bs, sam, sak, sbk, sbn, scm, scn, som, son,
-    alpha_f, beta_f, alpha_i, beta_i, epi,
-    HAS_C: tl.constexpr, C_ROW: tl.constexpr, USE_DOT: tl.constexpr, INT_ACC: tl.constexpr,
-    PRECISION: tl.constexpr, ACC: tl.constexpr, BNDIM: tl.constexpr, EVEN_K: tl.constexpr, INT64: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    EPI: tl.constexpr, EPI_ROUND: tl.constexpr,
-):
-    """Stream-K: the programs walk the first ``dp_tiles`` (batch, tile) pairs a grid's width apart,
-    whole; the K steps of the tiles left (fewer than one per program) are then dealt out evenly, ``per``
-    consecutive steps a program. A tile that one program covers whole is stored; each program
-    covering part of one stores its partial in its own slot of ``part_ptr`` (2 per program: the
-    first tile it touches, the last), and the last of them to finish adds the partials in program
-    order and stores the tile."""
-    tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
-    pid = tl.program_id(0)
-    for t in tl.range(pid, dp_tiles, tl.num_programs(0)):
-        _gemm_tile(a_ptr, b_ptr, c_ptr, out_ptr, part_ptr, cnt_ptr, t % tiles, t // tiles + batch0, M, N, K,
-                   K, bshape, a_bs, b_bs, c_bs, o_bs, sam, sak, sbk, sbn, scm, scn, som, son,
-                   alpha_f, beta_f, alpha_i, beta_i, epi, HAS_C, C_ROW, USE_DOT, INT_ACC, PRECISION, ACC,
-                   BNDIM, EVEN_K, INT64, False, False, False, False, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, EPI,
-                   EPI_ROUND)
-    steps = tl.cdiv(K, BLOCK_K)
-    start = pid * per
-    it = start
-    end = tl.minimum((tiles * batches - dp_tiles) * steps, start + per)
-    while it < end:
-        sk_tile = it // steps
-        s0 = it - sk_tile * steps
-        s1 = tl.minimum(steps, s0 + end - it)
-        t = dp_tiles + sk_tile
-        pid_m, pid_n = grouped_tile(t % tiles, M, N, BLOCK_M, BLOCK_N, GROUP_M)
-        batch = t // tiles + batch0
-        if INT64:
-            batch = batch.to(tl.int64)
-        rm, rn, acc = _k_steps(a_ptr, b_ptr, pid_m, pid_n, batch, s0, s1, M, N, K, bshape, a_bs, b_bs,
-                               sam, sak, sbk, sbn, USE_DOT, PRECISION, ACC, BNDIM, EVEN_K, INT64,
-                               BLOCK_M, BLOCK_N, BLOCK_K)
-        if (s0 == 0) & (s1 == steps):
-            _epilogue(acc, rm, rn, batch, c_ptr, out_ptr, M, N, bshape, c_bs, o_bs, scm, scn, som, son,
-                      alpha_f, beta_f, alpha_i, beta_i, epi, HAS_C, C_ROW, INT_ACC, ACC, BNDIM, BLOCK_M, BLOCK_N,
-                      EPI, EPI_ROUND)
-        else:
-            tl.store(_partial(part_ptr, 2 * pid + (it != start).to(tl.int32), BLOCK_M, BLOCK_N), acc)
-            # The programs covering this tile's steps, in order; for each, the tile is its first
-            # unless its steps began in an earlier tile.
-            first = (sk_tile * steps) // per
-            last = ((sk_tile + 1) * steps - 1) // per
-            if last_to_arrive(cnt_ptr, sk_tile, last - first + 1):
-                total = tl.zeros((BLOCK_M, BLOCK_N), ACC)
-                for p in range(first, last + 1):
-                    total += tl.load(_partial(part_ptr, 2 * p + (p * per < sk_tile * steps).to(tl.int32),
-                                              BLOCK_M, BLOCK_N))
-                _epilogue(total, rm, rn, batch, c_ptr, out_ptr, M, N, bshape, c_bs, o_bs, scm, scn, som, son,
-                          alpha_f, beta_f, alpha_i, beta_i, epi, HAS_C, C_ROW, INT_ACC, ACC, BNDIM, BLOCK_M,
-                          BLOCK_N, EPI, EPI_ROUND)
-        it += s1 - s0
-
-
-@triton.jit
-def _k_steps(a_ptr, b_ptr, pid_m, pid_n, batch, s0, s1, M, N, K, bshape, a_bs, b_bs, sam, sak, sbk, sbn,
-             USE_DOT: tl.constexpr, PRECISION: tl.constexpr, ACC: tl.constexpr, BNDIM: tl.constexpr,
-             EVEN_K: tl.constexpr, INT64: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-             BLOCK_K: tl.constexpr):
-    """(rows, columns, product) of output tile (pid_m, pid_n) of batch ``batch`` over K steps
-    [s0, s1), through pointer loads."""
-    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    rk = tl.arange(0, BLOCK_K)
-    if INT64:
-        rm = rm.to(tl.int64)
-        rn = rn.to(tl.int64)
-        rk = rk.to(tl.int64)
-    am = rm % M
-    bn = rn % N
-    k0 = s0 * BLOCK_K
-    a_ptrs = a_ptr + strided_offsets(batch, bshape, a_bs, BNDIM) + am[:, None] * sam + (k0 + rk)[None, :] * sak
-    b_ptrs = b_ptr + strided_offsets(batch, bshape, b_bs, BNDIM) + (k0 + rk)[:, None] * sbk + bn[None, :] * sbn
-    acc = tl.zeros((BLOCK_M, BLOCK_N), ACC)
-    # Counted from 0 with at least one trip, as in _gemm_tile: a loop that may not run at all made
-    # ptxas serialise the wgmmas.
-    for i in range(0, tl.maximum(s1 - s0, 1)):
-        k = s0 + i
-        if EVEN_K:
-            a = tl.load(a_ptrs)
-            b = tl.load(b_ptrs)
-        else:
-            left = K - k * BLOCK_K
-            a = tl.load(a_ptrs, mask=rk[None, :] < left, other=0)
-            b = tl.load(b_ptrs, mask=rk[:, None] < left, other=0)
-        if USE_DOT:
-            acc = tl.dot(dot_operand(a), dot_operand(b), acc, input_precision=PRECISION)
-        else:
-            acc += tl.sum(a.to(ACC)[:, :, None] * b.to(ACC)[None, :, :], axis=1)
-        a_ptrs += BLOCK_K * sak
-        b_ptrs += BLOCK_K * sbk
-    return rm, rn, acc
-
-
-@triton.jit
 def _partial(part_ptr, tile, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """Pointers to partial tile ``tile`` of a split GEMM's workspace."""
     offs = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
@@ -431,7 +324,6 @@ def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alp
     bm, bn, bk = cfg.pop("BLOCK_M"), cfg.pop("BLOCK_N"), cfg.pop("BLOCK_K")
     split_k = cfg.pop("SPLIT_K", 1)
     per_sm = cfg.pop("PERSISTENT", 0)
-    stream_per_sm = cfg.pop("STREAM_K", 0)
     # TMA loads where the configuration asks for them and both half-type operands allow; otherwise
     # pointer loads.
     tma = bool(cfg.pop("TMA", 0)) and use_dot and a.dtype in (D.float16, D.bfloat16) and k > 0 and split_k == 1 \
@@ -441,8 +333,7 @@ def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alp
     # SPLIT_K slices of whole BLOCK_K steps (of the BLOCK_K the kernel runs).
     k_chunk = cdiv(cdiv(k, split_k), bk) * bk if k else bk
     splits = cdiv(k, k_chunk) if k else 1
-    stream_k = bool(stream_per_sm) and splits == 1 and not tma and k > 0
-    persistent = bool(per_sm) and splits == 1 and not tma and not stream_k
+    persistent = bool(per_sm) and splits == 1 and not tma
     precision = triton_input_precision() if a.dtype is D.float32 else "ieee"
     is_int = acc.is_integral
     tensors = [t for t in (a, b, out) if t is not None] + ([c] if use_c else [])
@@ -451,36 +342,24 @@ def gemm(op: str, a: NBXTensor, b: NBXTensor, c: NBXTensor | None = None, *, alp
         for start in range(0, nbatch, _MAX_GRID_Y):
             batches = min(nbatch - start, _MAX_GRID_Y)
             part = cnt = out
-            dp_tiles = sk_steps = 0
             if splits > 1:
                 # A partial tile per (batch, slice, tile), a ticket counter per (batch, tile).
                 part = empty_tensor((batches * splits * tiles, bm * bn), acc, device)
                 cnt = tickets(device, batches * tiles)
-            if stream_k:
-                programs = stream_per_sm * multiprocessors(device.index or 0)
-                # Whole waves of tiles run whole; the rest are dealt out by K steps, with two
-                # partial tiles a program and a ticket counter per tile dealt out.
-                dp_tiles = tiles * batches - tiles * batches % programs
-                sk_steps = cdiv((tiles * batches - dp_tiles) * cdiv(k, bk), programs)
-                part = empty_tensor((2 * programs, bm * bn), acc, device)
-                cnt = tickets(device, tiles * batches - dp_tiles)
-                grid: tuple[int, ...] = (programs,)
-            elif persistent:
-                grid = (min(tiles * batches, per_sm * multiprocessors(device.index or 0)),)
-            else:
-                grid = (tiles, batches, splits)
+            grid = (min(tiles * batches, per_sm * multiprocessors(device.index or 0)),) if persistent \
+                else (tiles, batches, splits)
             launch(
                 _gemm_kernel, grid,
                 a, b, c if use_c else out, out, part, cnt, m, n, k, k_chunk, start, batches,
                 bshape, a_bs, b_bs, c_bs, o_bs,
                 a_st[-2], a_st[-1], b_st[-2], b_st[-1], c_st[-2], c_st[-1], o_st[-2], o_st[-1],
                 0.0 if is_int else float(alpha), 0.0 if is_int else float(beta),
-                int(alpha) if is_int else 0, int(beta) if is_int else 0, (), dp_tiles, sk_steps,
+                int(alpha) if is_int else 0, int(beta) if is_int else 0, (),
                 HAS_C=use_c, C_ROW=use_c and c_st[-2] == 0, USE_DOT=use_dot, INT_ACC=is_int, PRECISION=precision,
                 ACC=tl_dtype(acc), BNDIM=len(bshape), EVEN_K=k > 0 and k % bk == 0,
                 INT64=needs_int64(numel(shape), *tensors),
                 TMA=tma, A_T=tma and a_t, B_T=tma and b_t, SPLIT=splits > 1, PERSISTENT=persistent,
-                STREAM_K=stream_k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
                 **cfg,
             )
     return out
