@@ -492,8 +492,8 @@ _T5ISH = dict(
     relative_attention_max_distance=16,
     decoder_start_token_id=0,
 )
-_BARTISH = dict(
-    vocab_size=VOCAB,
+# One layer a side, two heads, as BART-style configs (BART, Marian, Pegasus, DETR) name them.
+_ENCODER_DECODER = dict(
     d_model=32,
     encoder_layers=1,
     decoder_layers=1,
@@ -501,6 +501,10 @@ _BARTISH = dict(
     decoder_attention_heads=2,
     encoder_ffn_dim=64,
     decoder_ffn_dim=64,
+)
+_BARTISH = dict(
+    _ENCODER_DECODER,
+    vocab_size=VOCAB,
     max_position_embeddings=64,
     pad_token_id=1,
     bos_token_id=0,
@@ -648,13 +652,7 @@ def _detr() -> Case:
         use_timm_backbone=False,
         use_pretrained_backbone=False,
         backbone_config=backbone,
-        d_model=32,
-        encoder_layers=1,
-        decoder_layers=1,
-        encoder_attention_heads=2,
-        decoder_attention_heads=2,
-        encoder_ffn_dim=64,
-        decoder_ffn_dim=64,
+        **_ENCODER_DECODER,
         num_queries=4,
         num_labels=3,
     )
