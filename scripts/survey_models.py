@@ -1161,6 +1161,72 @@ def _affine_grid_sample() -> Case:
     return Case(Fn(fn), {"x": torch.randn(BATCH, 3, 7, 9), "y": torch.randn(BATCH, 2, 3)})
 
 
+class HeadMasks(nn.Module):
+    """MultiheadAttention with an additive float mask per (batch, head) and per-head weights."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attn = nn.MultiheadAttention(E, 2, batch_first=True)
+
+    def forward(self, x: torch.Tensor, bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.attn(x, x, x, attn_mask=bias, need_weights=True, average_attn_weights=False)
+
+
+def _mha_float_mask() -> Case:
+    bias = torch.randn(BATCH * 2, SEQ, SEQ)
+    bias[:, :, -2:] = float("-inf")  # the last two keys hidden from every query
+    return Case(HeadMasks(), {"x": torch.randn(BATCH, SEQ, E), "bias": bias})
+
+
+def _interpolate_modes() -> Case:
+    def fn(m: nn.ModuleDict, x: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        line = x.flatten(2)
+        return (
+            F.interpolate(x, size=(9, 4), mode="nearest-exact"),
+            F.interpolate(x, size=(4, 3), mode="area"),
+            F.interpolate(x, scale_factor=1.7, mode="bicubic", align_corners=True),
+            F.interpolate(x, size=(3, 5), mode="bilinear", antialias=True),
+            F.interpolate(line, size=50, mode="linear"),
+            F.interpolate(line, scale_factor=0.5, mode="nearest"),
+            F.interpolate(v, scale_factor=2, mode="trilinear"),
+            F.interpolate(v, size=(3, 5, 2), mode="nearest"),
+        )
+
+    return Case(Fn(fn), {"x": torch.randn(BATCH, 3, 6, 7), "y": torch.randn(BATCH, 2, 3, 4, 5)})
+
+
+def _conv1d() -> Case:
+    mods = dict(
+        dilated=nn.Conv1d(4, 6, 3, dilation=2, groups=2, padding="same"),
+        strided=nn.Conv1d(6, 8, 5, stride=2, padding=2, padding_mode="reflect"),
+        up=nn.ConvTranspose1d(8, 4, 4, stride=2, padding=1, output_padding=0),
+    )
+    return Case(Fn(lambda m, x: m["up"](m["strided"](m["dilated"](x))), **mods), {"x": torch.randn(BATCH, 4, 17)})
+
+
+def _channel_ops() -> Case:
+    mods = dict(
+        shuffle=nn.ChannelShuffle(2),
+        lrn=nn.LocalResponseNorm(3),
+        lp=nn.LPPool2d(2, 2),
+        instance1d=nn.InstanceNorm1d(8, affine=True),
+        max1d=nn.AdaptiveMaxPool1d(5),
+        avg3d=nn.AdaptiveAvgPool3d((2, 3, 1)),
+    )
+
+    def fn(m: nn.ModuleDict, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return (
+            m["shuffle"](x),
+            m["lrn"](x),
+            m["lp"](x),
+            m["instance1d"](x.flatten(2)),
+            m["max1d"](x.flatten(2)),
+            m["avg3d"](x.unsqueeze(1)),
+        )
+
+    return Case(Fn(fn, **mods), {"x": torch.randn(BATCH, 8, 6, 6)})
+
+
 class CrossAttention(nn.Module):
     """Keys and values narrower than the queries (kdim, vdim): separate input projections."""
 
@@ -1185,6 +1251,7 @@ NN: dict[str, Callable[[], Case]] = {
     "mha": partial(_mha, False),
     "mha_weights": partial(_mha, True),
     "mha_causal_seq_first": _mha_causal_seq_first,
+    "mha_float_mask": _mha_float_mask,
     "mha_kdim_vdim": lambda: Case(
         CrossAttention(),
         {"q": torch.randn(BATCH, SEQ, E), "k": torch.randn(BATCH, 6, 16), "v": torch.randn(BATCH, 6, 24)},
@@ -1201,12 +1268,16 @@ NN: dict[str, Callable[[], Case]] = {
     "lstm_bidirectional": lambda: _recurrent(nn.LSTM(16, E, 2, bidirectional=True, batch_first=True)),
     "lstm_proj": lambda: _recurrent(nn.LSTM(16, E, 1, proj_size=8, batch_first=True)),
     "rnn_relu": lambda: _recurrent(nn.RNN(16, E, 1, nonlinearity="relu", bidirectional=True, batch_first=True)),
+    "rnn_tanh": lambda: _recurrent(nn.RNN(16, E, 2, batch_first=True)),
     "embedding_bag_mean": partial(_embedding_bag, "mean"),
     "embedding_bag_max": partial(_embedding_bag, "max"),
     "conv_transpose2d": _conv_transpose2d,
     "conv3d": _conv3d,
     "upsample": _upsample,
     "interpolate_dynamic": _interpolate_dynamic,
+    "interpolate_modes": _interpolate_modes,
+    "conv1d": _conv1d,
+    "channel_ops": _channel_ops,
     "grid_sample_bilinear": partial(_grid_sample, "bilinear", "zeros", False),
     "grid_sample_nearest_border": partial(_grid_sample, "nearest", "border", True),
     "grid_sample_bicubic_reflection": partial(_grid_sample, "bicubic", "reflection", False),

@@ -102,3 +102,27 @@ def test_upsample_bad_inputs():
     check_raises("aten::upsample_nearest3d", x, [2, 2, 2], match="5-D")
     check_raises("aten::_upsample_nearest_exact1d", x, [7], match="3-D")
     check_raises("aten::_upsample_nearest_exact2d.vec", x, None, None, match="exactly one")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float64"])
+@pytest.mark.parametrize("op", ["_upsample_bilinear2d_aa", "_upsample_bicubic2d_aa"])
+@pytest.mark.parametrize("align", [False, True])
+def test_antialiased_resize(dtype, op, align):
+    # F.interpolate(antialias=True) and torchvision's resize: downsampling stretches the filter over
+    # several input pixels (5 -> 2 rows: 2.5 pixels a row), upsampling does not (4 -> 9 columns).
+    default, vec = getattr(torch.ops.aten, op).default, getattr(torch.ops.aten, op).vec
+    for x in _inputs(dtype):
+        check_op(f"aten::{op}", x, [2, 9], align, torch_fn=_float_ref(default))
+        check_op(f"aten::{op}", x, [3, 3], align, 0.6, 0.7, torch_fn=_float_ref(default))
+        check_op(f"aten::{op}.vec", x, None, align, [0.4, 2.3], torch_fn=_float_ref(vec))
+        check_op(f"aten::{op}", x, [1, 1], align, torch_fn=_float_ref(default))
+    big = make((1, 2, 37, 23), dtype)
+    check_op(f"aten::{op}", big, [5, 4], align, torch_fn=_float_ref(default))  # 7.4 and 5.75 pixels a tap
+
+
+def test_antialiased_resize_bad_inputs():
+    check_raises("aten::_upsample_bilinear2d_aa", make((3, 5, 4)), [7, 9], False, match="4-D")
+    check_raises("aten::_upsample_bicubic2d_aa", make((1, 3, 5, 4), "int64"), [2, 2], False, match="dtype")
+    check_raises(
+        "aten::_upsample_bilinear2d_aa.vec", make((1, 3, 5, 4)), [2, 2], False, [2.0, 2.0], match="exactly one"
+    )

@@ -42,6 +42,8 @@ _MODULES: dict[str, list[str]] = {
         "aten::_upsample_nearest_exact2d",
         "aten::upsample_bilinear2d",
         "aten::upsample_linear1d",
+        "aten::_upsample_bilinear2d_aa",
+        "aten::_upsample_bicubic2d_aa",
     ],
     "nbx_conv.grid_sample": ["aten::grid_sampler_2d", "aten::grid_sampler_3d"],
 }

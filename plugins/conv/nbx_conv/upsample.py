@@ -7,11 +7,18 @@ size ``in``, with ``scale`` = 1/scale_factor when a scale is given, else in/out,
 - nearest: ``min(floor(o * scale), in - 1)``;  nearest-exact: ``min(floor((o + 0.5) * scale), in - 1)``;
 - linear: ``src = scale * o`` (align_corners, scale = (in-1)/(out-1)) or ``max(scale*(o+0.5)-0.5, 0)``,
   then the two taps ``i0 = floor(src)``, ``i0 + 1`` (clamped) with weights ``1 - l``, ``l``.
+- antialiased bilinear and bicubic (``_upsample_bilinear2d_aa``, ``_upsample_bicubic2d_aa``, what
+  ``F.interpolate(..., antialias=True)`` and torchvision's resize call): per dim, a filter (triangle,
+  or Keys' cubic with a = -0.5) stretched by the scale when downsampling, centred at
+  ``scale * (o + 0.5)``, its taps ``[trunc(center - support + 0.5), trunc(center + support + 0.5))``
+  clamped to the input, its weights normalised to sum 1 (support = 1 or 2 input pixels, times the
+  scale when above 1).
 
 Both overloads of each op (``output_size`` with per-dim scales, and ``.vec`` with ``scale_factors``)
 are served by one wrapper.
 """
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -81,6 +88,60 @@ def _upsample_kernel(x_ptr, out_ptr, n, C, D, H, W, OD, OH, OW, sxn, sxc, sxd, s
         iw = _nearest(ow, W, scale_w, COMPUTE, MODE == 1)
         v = tl.load(base + id_ * sxd + ih * sxh + iw * sxw, mask=mask)
         tl.store(out_ptr + idx, v, mask=mask)
+
+
+@triton.jit
+def _aa_filter(x, CUBIC: tl.constexpr):
+    x = tl.abs(x)
+    if CUBIC:
+        # Keys' cubic convolution with a = -0.5 (torch's antialiasing filter; PIL's too).
+        return tl.where(x < 1.0, (1.5 * x - 2.5) * x * x + 1.0,
+                        tl.where(x < 2.0, (((x - 5.0) * x + 8.0) * x - 4.0) * -0.5, 0.0))
+    return tl.where(x < 1.0, 1.0 - x, 0.0)
+
+
+@triton.jit
+def _aa_window(o, IN, scale, CUBIC: tl.constexpr, COMPUTE: tl.constexpr):
+    """(center, first tap, taps, 1 / filter stretch) of output coordinate ``o`` along one dim."""
+    half = 2.0 if CUBIC else 1.0
+    support = tl.where(scale >= 1.0, half * scale, half)
+    stretch = 1.0 / tl.maximum(scale, 1.0)
+    center = scale * (o.to(COMPUTE) + 0.5)
+    # C++ casts truncate toward zero; the first tap is clamped at 0 either way.
+    lo = tl.maximum((center - support + 0.5).to(tl.int32), 0)
+    taps = tl.minimum((center + support + 0.5).to(tl.int32), IN) - lo
+    return center, lo, taps, stretch
+
+
+@triton.jit
+def _upsample_aa_kernel(x_ptr, out_ptr, n, C, H, W, OH, OW, sxn, sxc, sxh, sxw, max_h, max_w,
+                        scale_h: tl.float64, scale_w: tl.float64, CUBIC: tl.constexpr, COMPUTE: tl.constexpr,
+                        CL: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr):
+    # Each lane sums its output's window of taps (at most max_h x max_w), weights normalised per dim.
+    idx, mask = block_indices(n, BLOCK, INT64)
+    nb, c, _, oh, ow = out_coords(idx, C, 1, OH, OW, CL)
+    base = x_ptr + nb * sxn + c * sxc
+    scale_h = tl.full([1], scale_h, tl.float64).to(COMPUTE)
+    scale_w = tl.full([1], scale_w, tl.float64).to(COMPUTE)
+    ch, h0, nh, fh = _aa_window(oh, H, scale_h, CUBIC, COMPUTE)
+    cw, w0, nw, fw = _aa_window(ow, W, scale_w, CUBIC, COMPUTE)
+    total_w = tl.zeros([BLOCK], COMPUTE)
+    for k in range(0, max_w):
+        total_w += tl.where(k < nw, _aa_filter((k + w0 - cw + 0.5) * fw, CUBIC), 0.0)
+    total_h = tl.zeros([BLOCK], COMPUTE)
+    acc = tl.zeros([BLOCK], COMPUTE)
+    for j in range(0, max_h):
+        wy = tl.where(j < nh, _aa_filter((j + h0 - ch + 0.5) * fh, CUBIC), 0.0)
+        total_h += wy
+        row = tl.zeros([BLOCK], COMPUTE)
+        for k in range(0, max_w):
+            wx = tl.where(k < nw, _aa_filter((k + w0 - cw + 0.5) * fw, CUBIC), 0.0)
+            v = tl.load(base + (h0 + j) * sxh + (w0 + k) * sxw, mask=mask & (j < nh) & (k < nw), other=0.0)
+            row += wx * v.to(COMPUTE)
+        acc += wy * row
+    # A window whose weights sum to 0 keeps them (all 0), as torch does.
+    acc = acc / (tl.where(total_h != 0.0, total_h, 1.0) * tl.where(total_w != 0.0, total_w, 1.0))
+    tl.store(out_ptr + idx, acc.to(out_ptr.dtype.element_ty), mask=mask)
 
 
 def _sizes(op: str, x: NBXTensor, nsp: int, output_size: object, scales: Sequence[object],
@@ -158,6 +219,37 @@ def _upsample(op: str, nsp: int, mode: int, input: object, output_size: object, 
     return out
 
 
+def _max_taps(size: int, scale: float, cubic: bool) -> int:
+    """The most taps of a window along a dim (its support is 1 or 2 pixels, stretched above scale 1)."""
+    support = (2.0 if cubic else 1.0) * max(scale, 1.0)
+    return min(size, math.floor(2 * support) + 2)
+
+
+def _upsample_aa(op: str, cubic: bool, input: object, output_size: object, align_corners: bool,
+                 scales: Sequence[object], scale_factors: object) -> NBXTensor:
+    x = tensor_arg(op, input, "input", dtypes=FLOATING)
+    if x.ndim != 4:
+        raise ShapeError(f"{op}: expected a 4-D (N, C, H, W) input, got shape {list(x.shape)}")
+    if any(s == 0 for s in x.shape[1:]):
+        raise ShapeError(f"{op}: input sizes except the batch dim must be non-zero, got {list(x.shape)}")
+    (oh, ow), sc = _sizes(op, x, 2, output_size, scales, scale_factors)
+    if oh <= 0 or ow <= 0:
+        raise ShapeError(f"{op}: output sizes must be positive, got {[oh, ow]} for input {list(x.shape)}")
+    out = empty_output((*x.shape[:2], oh, ow), x.dtype, x)
+    n = out.numel()
+    if n == 0:
+        return out
+    f32 = x.dtype is not D.float64
+    scale = [_align_scale(s, o, f32) if align_corners else _scale(s, o, f, f32)
+             for s, o, f in zip(x.shape[2:], (oh, ow), sc, strict=True)]
+    block = block_size(n)
+    launch(_upsample_aa_kernel, (cdiv(n, block),), x, out, n, *x.shape[1:], oh, ow, *x.stride(),
+           _max_taps(x.shape[2], scale[0], cubic), _max_taps(x.shape[3], scale[1], cubic), *scale,
+           CUBIC=cubic, COMPUTE=tl.float32 if f32 else tl.float64, CL=channels_last(out), BLOCK=block,
+           INT64=needs_int64(n, x, out), num_warps=_WARPS)
+    return out
+
+
 def _split(scales: tuple, scale_factors: object) -> tuple[tuple, object]:
     """The ``.vec`` overload passes scale_factors where the default one passes its first scale."""
     if scale_factors is None and scales and isinstance(scales[0], list | tuple):
@@ -212,3 +304,19 @@ def upsample_bilinear2d(input: NBXTensor, output_size: object = None, align_corn
     """``aten::upsample_bilinear2d`` and ``.vec`` on (N, C, H, W)."""
     s, f = _split((scales_h, scales_w), scale_factors)
     return _upsample("upsample_bilinear2d", 2, 2, input, output_size, s, f, align_corners)
+
+
+def _upsample_bilinear2d_aa(input: NBXTensor, output_size: object = None, align_corners: bool = False,
+                            scales_h: object = None, scales_w: object = None,
+                            scale_factors: object = None) -> NBXTensor:
+    """``aten::_upsample_bilinear2d_aa`` and ``.vec`` on (N, C, H, W): antialiased bilinear resize."""
+    s, f = _split((scales_h, scales_w), scale_factors)
+    return _upsample_aa("_upsample_bilinear2d_aa", False, input, output_size, align_corners, s, f)
+
+
+def _upsample_bicubic2d_aa(input: NBXTensor, output_size: object = None, align_corners: bool = False,
+                           scales_h: object = None, scales_w: object = None,
+                           scale_factors: object = None) -> NBXTensor:
+    """``aten::_upsample_bicubic2d_aa`` and ``.vec`` on (N, C, H, W): antialiased bicubic resize."""
+    s, f = _split((scales_h, scales_w), scale_factors)
+    return _upsample_aa("_upsample_bicubic2d_aa", True, input, output_size, align_corners, s, f)
