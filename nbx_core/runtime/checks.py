@@ -104,8 +104,10 @@ def slot(device: Device) -> NBXTensor:
     recorder = _recorder()
     ident = _cuda.capture_id() if _backend() == "cuda" else None
     if recorder is not None or ident is not None:
-        if not t.free and t.top <= t.next:
-            gc.collect()  # plans and graphs dropped in a reference cycle give their slots back
+        if not t.free and t.top <= t.next and ident is None:
+            # Plans and graphs dropped in a reference cycle give their slots back. Not during a
+            # capture, where freeing device memory would break it.
+            gc.collect()
         if t.free:
             i = t.free.pop()
         elif t.top > t.next:
