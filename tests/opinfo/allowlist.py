@@ -36,8 +36,9 @@ _INT_CONV = Divergence(
     dtypes=("int64",),
 )
 _UINT8_LINEAR = Divergence(
-    "nbx-conv takes the dtypes torch's CUDA kernels take: bilinear/linear upsampling of uint8 images is a torch "
-    "CPU-only path with its own fixed-point rounding; NBX refuses uint8 there (nearest modes take it)",
+    "nbx-conv takes the dtypes torch's CUDA kernels take: bilinear/linear upsampling and antialiased resizing of "
+    "uint8 images are torch CPU-only paths with their own fixed-point rounding; NBX refuses uint8 there (nearest "
+    "modes take it)",
     match=r"dtype uint8",
     dtypes=("uint8",),
 )
@@ -56,6 +57,7 @@ ALLOWED: dict[tuple[str, str], Divergence] = {
     ("nn.functional.avg_pool2d", "aten::avg_pool2d"): _INT_CONV,
     ("nn.functional.avg_pool3d", "aten::avg_pool3d"): _INT_CONV,
     ("nn.functional.interpolate.bilinear", "aten::upsample_bilinear2d.vec"): _UINT8_LINEAR,
+    ("_upsample_bilinear2d_aa", "aten::_upsample_bilinear2d_aa.vec"): _UINT8_LINEAR,
 }
 
 
