@@ -29,14 +29,15 @@ if [ -n "${SWEEP:-}" ]; then
     # candidate launch configurations (benchmarks/sweep.py), e.g. SWEEP=attention,core
     # SWEEP_KERNEL=gemm SWEEP_SHAPES=6304x2304x768,... sweep one kernel of one family at those shapes.
     # WRITE_TABLES=NAME enters the winners in the plugins' tables with benchmarks/results/sweeps/NAME/
-    # as their source; the tables and that folder come back under $out/repo/ to be committed.
+    # as their source; the tables and that folder come back as $out/tables.tar, to unpack in the
+    # checkout (tar -xf OUT/tables.tar) and commit: the device tool returns few files and shallow folders.
     sweep_out="$out"
     [ -n "${WRITE_TABLES:-}" ] && sweep_out="benchmarks/results/sweeps/$WRITE_TABLES"
     python3 -m benchmarks.sweep --out "$sweep_out" --only "$SWEEP" ${SWEEP_KERNEL:+--kernel "$SWEEP_KERNEL"} \
         ${SWEEP_SHAPES:+--shapes "$SWEEP_SHAPES"} ${WRITE_TABLES:+--write-tables} >"$out/sweep.log" 2>&1 || rc=1
     if [ -n "${WRITE_TABLES:-}" ]; then
-        find "$sweep_out" plugins -path '*/configs/*.json' -newer "$out/install.log" -o -path "$sweep_out/*" \
-            -type f | while read -r f; do mkdir -p "$out/repo/$(dirname "$f")" && cp "$f" "$out/repo/$f"; done
+        find "$sweep_out" plugins \( -path '*/configs/*.json' -newer "$out/install.log" -o -path "$sweep_out/*" \) \
+            -type f -print0 | tar --null -cf "$out/tables.tar" -T -
     fi
 fi
 if [ -n "${MODELS:-}" ]; then
