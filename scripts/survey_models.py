@@ -441,6 +441,67 @@ DECODERS: dict[str, Callable[[], Case]] = {
         expansion_ratio=2,
     ),
     "starcoder2": partial(_decoder, "Starcoder2Config", "Starcoder2ForCausalLM", sliding_window=4, **_LLAMA_LIKE),
+    "smollm3": partial(_decoder, "SmolLM3Config", "SmolLM3ForCausalLM", pad_token_id=0, **_LLAMA_LIKE),
+    "glm4": partial(_decoder, "Glm4Config", "Glm4ForCausalLM", head_dim=16, pad_token_id=0, **_LLAMA_LIKE),
+    "exaone4": partial(_decoder, "Exaone4Config", "Exaone4ForCausalLM", head_dim=16, pad_token_id=0, **_LLAMA_LIKE),
+    "ernie4_5": partial(_decoder, "Ernie4_5Config", "Ernie4_5ForCausalLM", head_dim=16, pad_token_id=0, **_LLAMA_LIKE),
+    "olmo3": partial(_decoder, "Olmo3Config", "Olmo3ForCausalLM", pad_token_id=0, **_LLAMA_LIKE),
+    "bitnet": partial(_decoder, "BitNetConfig", "BitNetForCausalLM", pad_token_id=0, **_LLAMA_LIKE),
+    "qwen3_moe": partial(
+        _decoder,
+        "Qwen3MoeConfig",
+        "Qwen3MoeForCausalLM",
+        head_dim=16,
+        num_experts=4,
+        num_experts_per_tok=2,
+        moe_intermediate_size=32,
+        **_LLAMA_LIKE,
+    ),
+    "granite_moe": partial(
+        _decoder,
+        "GraniteMoeConfig",
+        "GraniteMoeForCausalLM",
+        num_local_experts=4,
+        num_experts_per_tok=2,
+        pad_token_id=0,
+        **_LLAMA_LIKE,
+    ),
+    # Mixture of experts with attention sinks and alternating sliding-window layers.
+    "gpt_oss": partial(
+        _decoder,
+        "GptOssConfig",
+        "GptOssForCausalLM",
+        head_dim=16,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+        pad_token_id=0,
+        **{**_LLAMA_LIKE, **_SLIDING},
+    ),
+    # Short convolutions beside attention layers.
+    "lfm2": partial(
+        _decoder,
+        "Lfm2Config",
+        "Lfm2ForCausalLM",
+        pad_token_id=0,
+        **{**_LLAMA_LIKE, "num_hidden_layers": 2},
+        layer_types=["conv", "full_attention"],
+    ),
+    # A selective state-space model; its dynamic export fails inside torch.export.
+    "mamba": partial(
+        _decoder, "MambaConfig", "MambaForCausalLM", state_size=8, expand=2, conv_kernel=4, pad_token_id=0, **_HIDDEN
+    ),
+    # Rotary embeddings as complex numbers (polar, complex multiplication); its dynamic export fails
+    # inside torch.export.
+    "llama4_text": partial(
+        _decoder,
+        "Llama4TextConfig",
+        "Llama4ForCausalLM",
+        head_dim=16,
+        num_local_experts=2,
+        intermediate_size_mlp=64,
+        pad_token_id=0,
+        **_LLAMA_LIKE,
+    ),
 }
 for _name, _build in DECODERS.items():
     register(_name, "decoders")(_build)

@@ -1,4 +1,4 @@
-"""complex and angle against torch."""
+"""complex, polar, complex multiplication and angle against torch."""
 
 from __future__ import annotations
 
@@ -26,6 +26,47 @@ def test_complex():
     with pytest.raises(NbxTypeError, match="complex64 only"):  # torch would build complex32
         run_op("aten::complex", re.half(), re.half())
     check_raises("aten::complex", make((2, 3)), make((4,)), match="broadcast")
+
+
+def test_polar():
+    # Llama 4's rotary table: torch.polar(ones, positions x frequencies), broadcast.
+    r, theta = make((3, 4)).abs(), make((4,)) * 10
+    check_op("aten::polar", r, theta)
+    check_op("aten::polar", torch.ones(5, 1), torch.arange(8.0) * 0.37)
+    for (_, a), (_, b) in zip(layouts(make((3, 4)).abs()), layouts(make((3, 4))), strict=True):
+        check_op("aten::polar", a, b)
+    a, b = torch.meshgrid(SPECIAL.abs(), SPECIAL, indexing="ij")
+    check_op("aten::polar", a, b)
+    check_op("aten::polar", make((0, 2)), make((2,)))
+    with pytest.raises(NbxTypeError, match="complex64 only"):  # torch would build complex128
+        run_op("aten::polar", r.double(), theta.double())
+    check_raises("aten::polar", make((2, 3)), make((4,)), match="broadcast")
+
+
+def _exact_product(a, b):
+    # The product rounded once from complex128: torch's float32 kernel rounds a*c - b*d with a fused
+    # multiply-add, so where the two products cancel its real part keeps the rounding residual
+    # (1e-7j * 1e-7j: 4e-22, not 0), which a part-by-part comparison would count against NBX.
+    wide = (a.to(torch.complex128) if a.is_complex() else a.double()) * (
+        b.to(torch.complex128) if torch.is_tensor(b) and b.is_complex() else (b.double() if torch.is_tensor(b) else b)
+    )
+    return wide.to(torch.complex64)
+
+
+def test_complex_multiplication():
+    # Llama 4's rotary: queries viewed as complex pairs times a complex table, broadcast over heads.
+    q = torch.view_as_complex(make((2, 5, 3, 4, 2)))
+    freqs = torch.polar(torch.ones(5, 1, 4), make((5, 1, 4)))
+    check_op("aten::mul", q, freqs)
+    check_op("aten::mul", freqs, q)
+    check_op("aten::mul", q.transpose(1, 2), freqs.transpose(0, 1))
+    a, b = torch.meshgrid(SPECIAL, SPECIAL, indexing="ij")
+    z = torch.complex(a, b)
+    check_op("aten::mul", z, z.t(), torch_fn=_exact_product)
+    check_op("aten::mul", z, make((15, 15)), torch_fn=_exact_product)  # a real tensor scales both parts
+    check_op("aten::mul", make((15,)), z, torch_fn=_exact_product)
+    check_op("aten::mul", z, 2.5, torch_fn=_exact_product)
+    check_raises("aten::mul", q, freqs[:2], match="broadcast")
 
 
 def test_angle():

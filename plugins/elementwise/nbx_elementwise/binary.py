@@ -231,9 +231,14 @@ def rsub(self: NBXTensor, other: Any, alpha: Any = 1, *, out: NBXTensor | None =
 
 
 def mul(self: NBXTensor, other: Any, *, out: NBXTensor | None = None) -> NBXTensor:
-    """``aten::mul`` (Tensor and Scalar); bool times bool is logical and."""
+    """``aten::mul`` (Tensor and Scalar); bool times bool is logical and; a complex64 operand gives a
+    complex64 product (:func:`nbx_elementwise.complex_ops.multiply`)."""
     op = "aten::mul"
     tensor_arg(op, self)
+    if self.dtype.is_complex or (isinstance(other, NBXTensor) and other.dtype.is_complex):
+        from .complex_ops import multiply
+
+        return multiply(op, self, other, out)
     common = _common(op, self, other)
     return pointwise(op, _mul, self, other, dtype=common, compute=_compute(common), out=out)
 

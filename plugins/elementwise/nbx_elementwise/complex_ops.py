@@ -1,16 +1,22 @@
-"""``complex`` (build complex64 from real and imaginary parts) and ``angle`` (the argument of a
-complex number; 0 or pi for reals). Complex data is read and written through float32 views of
+"""``complex`` (build complex64 from real and imaginary parts), ``polar`` (from magnitude and
+angle), complex multiplication (``aten::mul`` of a complex64 operand: rotary embeddings written
+with complex numbers, as Llama 4's) and ``angle`` (the argument of a complex number; 0 or pi for
+reals). Complex data is read and written through float32 views of
 its (real, imag) pairs (``view_as_real``), since kernels have no complex type."""
+
+import builtins
+from typing import Any
 
 import triton
 import triton.language as tl
 
 from nbx_core import dtypes as D
+from nbx_core.errors import NbxTypeError
 from nbx_core.ops.views import select, view_as_real
 from nbx_core.runtime.pointwise import pointwise
 from nbx_core.shape import broadcast_shapes
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
-from nbx_core.tensor.args import check_dtype, tensor_arg
+from nbx_core.tensor.args import check_dtype, out_arg, tensor_arg
 
 from . import mathlib as M
 
@@ -18,6 +24,28 @@ from . import mathlib as M
 @triton.jit
 def _part(x, sc):
     return x
+
+
+@triton.jit
+def _polar_real(r, t, sc):
+    return r * tl.cos(t)
+
+
+@triton.jit
+def _polar_imag(r, t, sc):
+    return r * tl.sin(t)
+
+
+@triton.jit
+def product_real(ar, ai, br, bi, sc):
+    """The real part of ``(ar + i ai) * (br + i bi)`` (a pointwise function; rotary embeddings too)."""
+    return ar * br - ai * bi
+
+
+@triton.jit
+def product_imag(ar, ai, br, bi, sc):
+    """The imaginary part of ``(ar + i ai) * (br + i bi)``."""
+    return ar * bi + ai * br
 
 
 @triton.jit
@@ -31,24 +59,68 @@ def _angle_complex(re, im, sc):
     return M.atan2(im, re)
 
 
-def complex(real: NBXTensor, imag: NBXTensor) -> NBXTensor:  # noqa: A001
-    """``aten::complex``: ``real + 1j * imag`` as complex64; both parts float32 (NBX has no complex128
-    or complex32), broadcast together."""
-    op = "aten::complex"
-    for arg, t in (("real", real), ("imag", imag)):
+def _complex_out(op: str, a: tuple[str, NBXTensor], b: tuple[str, NBXTensor]) -> tuple[NBXTensor, NBXTensor]:
+    """A complex64 result of the broadcast shape of two float32 arguments (name, tensor), and its
+    (..., 2) float32 view of (real, imag) pairs."""
+    for arg, t in (a, b):
         check_dtype(
             op,
             tensor_arg(op, t, arg),
             arg,
             {D.float32},
-            fix="NBX builds complex64 only, from float32 parts: cast both parts to float32",
+            fix="NBX builds complex64 only, from float32 parts: cast both to float32",
         )
-    device = check_device(op, real, imag)
-    out = empty_tensor(broadcast_shapes(op, real.shape, imag.shape), D.complex64, device)
-    pairs = view_as_real(out)
+    device = check_device(op, a[1], b[1])
+    out = empty_tensor(broadcast_shapes(op, a[1].shape, b[1].shape), D.complex64, device)
+    return out, view_as_real(out)
+
+
+def complex(real: NBXTensor, imag: NBXTensor) -> NBXTensor:  # noqa: A001
+    """``aten::complex``: ``real + 1j * imag`` as complex64; both parts float32 (NBX has no complex128
+    or complex32), broadcast together."""
+    op = "aten::complex"
+    out, pairs = _complex_out(op, ("real", real), ("imag", imag))
     pointwise(op, _part, real, out=select(pairs, -1, 0))
     pointwise(op, _part, imag, out=select(pairs, -1, 1))
     return out
+
+
+def polar(abs: NBXTensor, angle: NBXTensor) -> NBXTensor:  # noqa: A002
+    """``aten::polar``: ``abs * (cos(angle) + 1j * sin(angle))`` as complex64; both float32 (NBX has
+    no complex128), broadcast together."""
+    op = "aten::polar"
+    out, pairs = _complex_out(op, ("abs", abs), ("angle", angle))
+    pointwise(op, _polar_real, abs, angle, out=select(pairs, -1, 0))
+    pointwise(op, _polar_imag, abs, angle, out=select(pairs, -1, 1))
+    return out
+
+
+def multiply(op: str, self: Any, other: Any, out: NBXTensor | None = None) -> NBXTensor:
+    """``self * other`` where either is a complex64 tensor and the other is complex64, a real tensor
+    or a real number: complex64, broadcast, computed in float32 on the (real, imag) pairs."""
+    for arg, x in (("self", self), ("other", other)):
+        if isinstance(x, builtins.complex):
+            raise NbxTypeError(f"{op}: {arg} is a complex Python number: pass it as a complex64 tensor")
+        if isinstance(x, NBXTensor) and x.dtype.is_complex and x.dtype is not D.complex64:
+            raise NbxTypeError(f"{op}: {arg} has dtype {x.dtype}; NBX multiplies complex64 only")
+    tensors = [x for x in (self, other) if isinstance(x, NBXTensor)]
+    device = check_device(op, *tensors)
+    shape = broadcast_shapes(op, *(x.shape for x in tensors))
+    result = out_arg(op, out, shape, D.complex64) or empty_tensor(shape, D.complex64, device)
+    pairs = view_as_real(result)
+    re, im = select(pairs, -1, 0), select(pairs, -1, 1)
+    a, b = (self, other) if isinstance(self, NBXTensor) and self.dtype.is_complex else (other, self)
+    a_pairs = view_as_real(a)
+    ar, ai = select(a_pairs, -1, 0), select(a_pairs, -1, 1)
+    if isinstance(b, NBXTensor) and b.dtype.is_complex:
+        b_pairs = view_as_real(b)
+        br, bi = select(b_pairs, -1, 0), select(b_pairs, -1, 1)
+    else:
+        # A real operand is (b + 0j), as torch promotes it: inf * 0 in the cross terms gives NaN there too.
+        br, bi = b, 0.0
+    pointwise(op, product_real, ar, ai, br, bi, dtype=D.float32, out=re)
+    pointwise(op, product_imag, ar, ai, br, bi, dtype=D.float32, out=im)
+    return result
 
 
 def angle(self: NBXTensor, *, out: NBXTensor | None = None) -> NBXTensor:

@@ -36,7 +36,7 @@ _MODULES: dict[str, list[str]] = {
         "aten::hardtanh", "aten::leaky_relu", "aten::elu", "aten::celu", "aten::selu", "aten::softplus",
         "aten::log_sigmoid", "aten::threshold", "aten::glu", "nbx::gelu_tanh",
     ],
-    "nbx_elementwise.complex_ops": ["aten::complex", "aten::angle"],
+    "nbx_elementwise.complex_ops": ["aten::complex", "aten::polar", "aten::angle"],
     "nbx_elementwise.rotary": ["nbx::rotary"],
     "nbx_elementwise.random": [
         "aten::rand", "aten::randn", "aten::rand_like", "aten::randn_like", "aten::uniform", "aten::normal",

@@ -8,16 +8,14 @@ expression one call of this op, which writes each half of the result in one elem
 - first half: ``x1 * cos1 - x2 * sin1``;
 - second half: ``x2 * cos2 + x1 * sin2``,
 
-with ``x1, x2`` the halves of ``x`` along its last dim, computed in float32 and rounded once (the
-unfused chain rounds each of its four results). Any other case the pattern matched (the halves
-taken along another dim, mixed dtypes, or ``cos``/``sin`` wider than ``x``) runs the ops the
-graph wrote, as do non-float tensors and Python numbers for ``cos`` or ``sin``.
+the real and imaginary parts of ``(x1 + i x2) * (cos + i sin)``, with ``x1, x2`` the halves of
+``x`` along its last dim, computed in float32 and rounded once (the unfused chain rounds each of
+its four results). Any other case the pattern matched (the halves taken along another dim, mixed
+dtypes, or ``cos``/``sin`` wider than ``x``) runs the ops the graph wrote, as do non-float tensors
+and Python numbers for ``cos`` or ``sin``.
 """
 
 from __future__ import annotations
-
-import triton
-import triton.language as tl  # noqa: F401  (Triton's interpreter needs it in a module of @triton.jit functions)
 
 from nbx_core.ops import views
 from nbx_core.ops.join import cat
@@ -27,17 +25,9 @@ from nbx_core.shape import broadcast_shapes
 from nbx_core.tensor import NBXTensor, empty_tensor
 from nbx_core.tensor.args import FLOATING, tensor_arg
 
+from .complex_ops import product_imag, product_real
+
 _END = 9223372036854775807  # torch.export's end of an open slice, ``x[..., half:]``
-
-
-@triton.jit
-def _first_half(x1, x2, c, s, sc):
-    return x1 * c - x2 * s
-
-
-@triton.jit
-def _second_half(x2, x1, c, s, sc):
-    return x2 * c + x1 * s
 
 
 def rotary(x: NBXTensor, cos: NBXTensor, sin: NBXTensor, dim: int, half: int) -> NBXTensor:
@@ -57,10 +47,10 @@ def rotary(x: NBXTensor, cos: NBXTensor, sin: NBXTensor, dim: int, half: int) ->
     ):
         out = empty_tensor(x.shape, x.dtype, x.device)
         x1, x2 = narrow(x, -1, 0, half), narrow(x, -1, half, half)
-        for fn, a, b, at in ((_first_half, x1, x2, 0), (_second_half, x2, x1, half)):
+        for fn, at in ((product_real, 0), (product_imag, half)):
             c = narrow(cos, -1, at, half) if cos.shape[-1] != 1 else cos
             s = narrow(sin, -1, at, half) if sin.shape[-1] != 1 else sin
-            pointwise(op, fn, a, b, c, s, out=narrow(out, -1, at, half))
+            pointwise(op, fn, x1, x2, c, s, out=narrow(out, -1, at, half))
         return out
     rotated = cat([-views.slice(x, dim, half, _END), views.slice(x, dim, 0, half)], -1)
     return x * cos + rotated * sin
