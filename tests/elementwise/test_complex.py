@@ -69,6 +69,21 @@ def test_complex_multiplication():
     check_raises("aten::mul", q, freqs[:2], match="broadcast")
 
 
+def test_complex_multiplication_into_out():
+    from nbx_core.testing import assert_close, from_torch
+
+    z, w = torch.view_as_complex(make((6, 2))), torch.view_as_complex(make((6, 2), seed=1))
+    want = _exact_product(z, w)
+    out = from_torch(torch.zeros(6, dtype=torch.complex64))
+    run_op("aten::mul.out", z, w, out=out)
+    assert_close(out, want, what="mul.out")
+    # out= one of the inputs: the imaginary part still reads the input as it was.
+    self_ = from_torch(z.clone())
+    run_op("aten::mul.out", self_, w, out=self_)
+    assert_close(self_, want, what="mul.out into self")
+    check_raises("aten::mul.out", z, w, out=torch.zeros(6), match="dtype")
+
+
 def test_angle():
     for dtype in FLOATS:
         check_op("aten::angle", make((3, 4), dtype))

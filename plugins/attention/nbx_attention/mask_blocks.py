@@ -12,7 +12,7 @@ out. One pass over the mask sorts each (query block, key block) tile of it into:
 Full tiles are kept as one run of consecutive key blocks per (mask batch, mask head, query block):
 the first run of them. The flash kernel walks that run as a plain range, as it walks the keys of
 unmasked attention, which Triton pipelines (a list of block indices it could not); a mask that
-keeps every key costs nothing more than no mask. The masks models build (padding, causal,
+keeps every key walks the same loops as no mask. The masks models build (padding, causal,
 all-True, a sliding window) have one such run; a full tile after it is listed as partial, which
 loads the mask and gives the same scores. Partial tiles are listed in key order; a dim the mask
 broadcasts (stride 0) is summarised once. Under ``is_causal`` too, keys past the diagonal count as

@@ -22,6 +22,7 @@ from nbx_core.tensor import NBXTensor
 from nbx_core.tensor.args import FLOAT8, FLOATING, REAL, check_dtype, dtype_of, number_arg, operand, tensor_arg
 
 from . import mathlib as M
+from .complex_ops import multiply
 
 
 @triton.jit
@@ -236,8 +237,6 @@ def mul(self: NBXTensor, other: Any, *, out: NBXTensor | None = None) -> NBXTens
     op = "aten::mul"
     tensor_arg(op, self)
     if self.dtype.is_complex or (isinstance(other, NBXTensor) and other.dtype.is_complex):
-        from .complex_ops import multiply
-
         return multiply(op, self, other, out)
     common = _common(op, self, other)
     return pointwise(op, _mul, self, other, dtype=common, compute=_compute(common), out=out)

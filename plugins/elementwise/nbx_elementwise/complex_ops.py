@@ -12,6 +12,7 @@ import triton.language as tl
 
 from nbx_core import dtypes as D
 from nbx_core.errors import NbxTypeError
+from nbx_core.ops.copy import copy_
 from nbx_core.ops.views import select, view_as_real
 from nbx_core.runtime.pointwise import pointwise
 from nbx_core.shape import broadcast_shapes
@@ -68,7 +69,7 @@ def _complex_out(op: str, a: tuple[str, NBXTensor], b: tuple[str, NBXTensor]) ->
             tensor_arg(op, t, arg),
             arg,
             {D.float32},
-            fix="NBX builds complex64 only, from float32 parts: cast both to float32",
+            fix="NBX builds complex64 only, from float32 parts: cast both parts to float32",
         )
     device = check_device(op, a[1], b[1])
     out = empty_tensor(broadcast_shapes(op, a[1].shape, b[1].shape), D.complex64, device)
@@ -106,7 +107,10 @@ def multiply(op: str, self: Any, other: Any, out: NBXTensor | None = None) -> NB
     tensors = [x for x in (self, other) if isinstance(x, NBXTensor)]
     device = check_device(op, *tensors)
     shape = broadcast_shapes(op, *(x.shape for x in tensors))
-    result = out_arg(op, out, shape, D.complex64) or empty_tensor(shape, D.complex64, device)
+    out = out_arg(op, out, shape, D.complex64)
+    # Into new memory: the imaginary part reads both parts of the inputs after the real part is
+    # written, so an out= that is an input would see its own result.
+    result = empty_tensor(shape, D.complex64, device)
     pairs = view_as_real(result)
     re, im = select(pairs, -1, 0), select(pairs, -1, 1)
     a, b = (self, other) if isinstance(self, NBXTensor) and self.dtype.is_complex else (other, self)
@@ -120,7 +124,7 @@ def multiply(op: str, self: Any, other: Any, out: NBXTensor | None = None) -> NB
         br, bi = b, 0.0
     pointwise(op, product_real, ar, ai, br, bi, dtype=D.float32, out=re)
     pointwise(op, product_imag, ar, ai, br, bi, dtype=D.float32, out=im)
-    return result
+    return result if out is None else copy_(out, result)
 
 
 def angle(self: NBXTensor, *, out: NBXTensor | None = None) -> NBXTensor:
