@@ -858,7 +858,7 @@ for _name, _build in VISION.items():
 
 
 # ---------------------------------------------------------------------------------------------
-# torchvision: classification (and segmentation) models, weights=None, small widths and inputs
+# torchvision: classification, segmentation, video and optical-flow models, weights=None, small widths and inputs
 
 
 class Images(nn.Module):
@@ -936,6 +936,41 @@ def _tv_seg(name: str, **kw: Any) -> nn.Module:
     return getattr(_tv().segmentation, name)(weights=None, weights_backbone=None, num_classes=3, **kw)
 
 
+def _clips(model: nn.Module, frames: int = 4, size: int = 32) -> Case:
+    return Case(Images(model), {"x": torch.randn(BATCH, 3, frames, size, size)})
+
+
+def _tv_video_resnet(conv: str, stem: str) -> nn.Module:
+    from torchvision.models.video import resnet
+
+    return resnet.VideoResNet(
+        resnet.BasicBlock, [getattr(resnet, conv)] * 4, [1, 1, 1, 1], getattr(resnet, stem), num_classes=10
+    )
+
+
+def _tv_swin3d() -> nn.Module:
+    from torchvision.models.video.swin_transformer import SwinTransformer3d
+
+    return SwinTransformer3d([2, 4, 4], 16, [2, 2], [2, 4], [2, 4, 4], num_classes=10)
+
+
+class OpticalFlow(nn.Module):
+    """RAFT between two frames, two refinement steps; the last flow estimate."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
+        return self.model(first, second, num_flow_updates=2)[-1]
+
+
+def _tv_raft() -> Case:
+    # The correlation pyramid needs frames of at least 128x128.
+    frames = {"first": torch.randn(1, 3, 128, 128), "second": torch.randn(1, 3, 128, 128)}
+    return Case(OpticalFlow(_tv().optical_flow.raft_small(weights=None)), frames)
+
+
 def _torchvision_cases() -> dict[str, Callable[[], Case]]:
     M = _tv
     return {
@@ -982,6 +1017,10 @@ def _torchvision_cases() -> dict[str, Callable[[], Case]]:
         "tv_fcn": lambda: _images(_tv_seg("fcn_resnet50", aux_loss=False), batch=1),
         "tv_deeplabv3": lambda: _images(_tv_seg("deeplabv3_mobilenet_v3_large", aux_loss=False), batch=1),
         "tv_lraspp": lambda: _images(_tv_seg("lraspp_mobilenet_v3_large"), batch=1),
+        "tv_r3d": lambda: _clips(_tv_video_resnet("Conv3DSimple", "BasicStem")),
+        "tv_r2plus1d": lambda: _clips(_tv_video_resnet("Conv2Plus1D", "R2Plus1dStem")),
+        "tv_swin3d": lambda: _clips(_tv_swin3d()),
+        "tv_raft": _tv_raft,
     }
 
 
