@@ -372,6 +372,25 @@ def _decoder(config_name: str, model_name: str, **config: Any) -> Case:
 
 
 _SLIDING = dict(sliding_window=4, layer_types=["sliding_attention", "full_attention"], num_hidden_layers=2)
+_MLA = dict(
+    vocab_size=VOCAB,
+    hidden_size=32,
+    intermediate_size=64,
+    moe_intermediate_size=16,
+    num_hidden_layers=2,
+    num_attention_heads=2,
+    num_key_value_heads=2,
+    n_routed_experts=4,
+    n_shared_experts=1,
+    num_experts_per_tok=2,
+    first_k_dense_replace=1,
+    kv_lora_rank=16,
+    qk_rope_head_dim=8,
+    qk_nope_head_dim=8,
+    v_head_dim=16,
+    max_position_embeddings=64,
+    pad_token_id=0,
+)
 _GPT_STYLE = dict(vocab_size=VOCAB, n_embd=32, n_layer=1, n_head=2, n_positions=64)
 DECODERS: dict[str, Callable[[], Case]] = {
     "opt": partial(_decoder, "OPTConfig", "OPTForCausalLM", ffn_dim=64, word_embed_proj_dim=32, **_HIDDEN),
@@ -477,6 +496,60 @@ DECODERS: dict[str, Callable[[], Case]] = {
         pad_token_id=0,
         **{**_LLAMA_LIKE, **_SLIDING},
     ),
+    "nemotron": partial(_decoder, "NemotronConfig", "NemotronForCausalLM", pad_token_id=0, **_LLAMA_LIKE),
+    "helium": partial(_decoder, "HeliumConfig", "HeliumForCausalLM", head_dim=16, pad_token_id=0, **_LLAMA_LIKE),
+    "cohere2": partial(
+        _decoder,
+        "Cohere2Config",
+        "Cohere2ForCausalLM",
+        sliding_window=4,
+        pad_token_id=0,
+        **{**_LLAMA_LIKE, "num_hidden_layers": 2},
+    ),
+    "qwen2_moe": partial(
+        _decoder,
+        "Qwen2MoeConfig",
+        "Qwen2MoeForCausalLM",
+        num_experts=4,
+        num_experts_per_tok=2,
+        moe_intermediate_size=16,
+        shared_expert_intermediate_size=32,
+        pad_token_id=0,
+        **_LLAMA_LIKE,
+    ),
+    "olmoe": partial(
+        _decoder, "OlmoeConfig", "OlmoeForCausalLM", num_experts=4, num_experts_per_tok=2, pad_token_id=0, **_LLAMA_LIKE
+    ),
+    "phimoe": partial(
+        _decoder,
+        "PhimoeConfig",
+        "PhimoeForCausalLM",
+        num_local_experts=4,
+        num_experts_per_tok=2,
+        pad_token_id=0,
+        **_LLAMA_LIKE,
+    ),
+    "jetmoe": partial(
+        _decoder,
+        "JetMoeConfig",
+        "JetMoeForCausalLM",
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_key_value_heads=2,
+        kv_channels=8,
+        intermediate_size=64,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+        max_position_embeddings=64,
+        pad_token_id=0,
+    ),
+    # Multi-head latent attention (low-rank keys and values; V3 also low-rank queries and grouped
+    # expert routing), a dense first layer, then shared and routed experts.
+    "deepseek_v2": partial(_decoder, "DeepseekV2Config", "DeepseekV2ForCausalLM", q_lora_rank=None, **_MLA),
+    "deepseek_v3": partial(
+        _decoder, "DeepseekV3Config", "DeepseekV3ForCausalLM", q_lora_rank=16, n_group=1, topk_group=1, **_MLA
+    ),
     # Short convolutions beside attention layers.
     "lfm2": partial(
         _decoder,
@@ -489,6 +562,50 @@ DECODERS: dict[str, Callable[[], Case]] = {
     # A selective state-space model; its dynamic export fails inside torch.export.
     "mamba": partial(
         _decoder, "MambaConfig", "MambaForCausalLM", state_size=8, expand=2, conv_kernel=4, pad_token_id=0, **_HIDDEN
+    ),
+    # State-space layers: Falcon-Mamba alone, Jamba beside attention and experts; RecurrentGemma's
+    # linear recurrence beside local attention. Their dynamic exports fail inside torch.export.
+    "falcon_mamba": partial(
+        _decoder,
+        "FalconMambaConfig",
+        "FalconMambaForCausalLM",
+        state_size=8,
+        expand=2,
+        conv_kernel=4,
+        pad_token_id=0,
+        **_HIDDEN,
+    ),
+    "jamba": partial(
+        _decoder,
+        "JambaConfig",
+        "JambaForCausalLM",
+        num_experts=2,
+        num_experts_per_tok=1,
+        mamba_d_state=8,
+        mamba_expand=2,
+        mamba_dt_rank=4,
+        attn_layer_period=2,
+        attn_layer_offset=1,
+        expert_layer_period=2,
+        expert_layer_offset=1,
+        use_mamba_kernels=False,
+        pad_token_id=0,
+        **{**_LLAMA_LIKE, "num_hidden_layers": 2},
+    ),
+    "recurrent_gemma": partial(
+        _decoder,
+        "RecurrentGemmaConfig",
+        "RecurrentGemmaForCausalLM",
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        lru_width=32,
+        attention_window_size=4,
+        block_types=["recurrent", "attention"],
+        pad_token_id=0,
     ),
     # Rotary embeddings as complex numbers (polar, complex multiplication); its dynamic export fails
     # inside torch.export.
