@@ -4,7 +4,7 @@ Each shape runs NBX's sdpa and torch's with no mask and with the mask its model 
 summarised into block lists once per Program run: the probe times calls inside one run, as a
 model's layers see it), plus the portable kernel's tiles at ViT's odd length (L = S = 197):
 
-- ViT-B/16, batch 32: transformers passes an all-True bool mask (B, 1, L, S);
+- ViT-B/16, batch 32: transformers passes an all-True bool mask (B, 1, L, S), strides (0, L, 1, 0);
 - BERT-base, batch 8, sequence 512: a padding mask (B, 1, 1, S), a quarter of the keys padded;
 - Llama, batch 1, 2048 tokens, 32 heads of 64: the causal mask as data (1, 1, L, S).
 
@@ -35,7 +35,8 @@ VIT_TILES = [
 
 def _mask(model: str, B: int, L: int, S: int) -> torch.Tensor:
     if model == "vit":
-        return torch.ones(1, 1, 1, 1, dtype=torch.bool, device="cuda").expand(B, 1, L, S)
+        # As transformers builds it: one value per query row, expanded over the keys.
+        return (torch.arange(L, device="cuda") >= 0).view(1, 1, L, 1).expand(B, 1, L, S)
     if model == "bert":
         keep = torch.ones(B, 1, 1, S, dtype=torch.bool, device="cuda")
         keep[..., 3 * S // 4 :] = False

@@ -104,6 +104,22 @@ def test_a_mask_that_keeps_every_key():
     check_op(SDPA, q, k, v, torch.ones(1, 1, 1, 1, dtype=torch.bool).expand(2, 1, 40, 150))
 
 
+@pytest.mark.parametrize("S", [40, 150])
+@pytest.mark.parametrize("kind", ["bool", "additive"])
+def test_a_mask_the_same_for_every_key(kind, S):
+    # transformers builds ViT's all-True mask as (Z, 1, L, S) expanded from (1, 1, L, 1): the kernel
+    # loads one column of it. Here some rows are removed whole (they see nothing, or are shifted by a
+    # constant, which leaves their softmax unchanged, or made uniform by the lowest finite value).
+    q, k, v = _qkv(2, 2, 40, S)
+    rows = torch.arange(40)
+    if kind == "bool":
+        mask = rows % 7 != 3
+    else:
+        mask = torch.where(rows % 7 == 3, -2.5, 0.0)
+        mask[rows % 11 == 5] = torch.finfo(torch.float32).min
+    check_op(SDPA, q, k, v, mask.view(1, 1, 40, 1).expand(2, 1, 40, S))
+
+
 def test_random_mask_and_rows_that_see_nothing():
     q, k, v = _qkv(1, 2, 80, 140)
     g = torch.Generator().manual_seed(3)

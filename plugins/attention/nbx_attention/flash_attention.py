@@ -34,7 +34,7 @@ operands go through ``nbx_core.runtime.kernels.dot.dot_operand``, which widens t
 """
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from nbx_core.runtime.kernels.dot import dot_operand
@@ -69,7 +69,7 @@ def _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, of
                 L, S, qk_scale, skn, skd, svn, svd, smm, smn, use_mask,
                 E: tl.constexpr, EV: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
                 MASK_KIND: tl.constexpr, CAUSAL: tl.constexpr, EDGE: tl.constexpr, PREC: tl.constexpr,
-                ACC: tl.constexpr, FOLD_SCALE: tl.constexpr, LISTED: tl.constexpr, MASK_ROWS: tl.constexpr):
+                ACC: tl.constexpr, FOLD_SCALE: tl.constexpr, LISTED: tl.constexpr, MASK_LAYOUT: tl.constexpr):
     cols = start_n + offs_n
     kv_ok = cols < S
     # Interior blocks lie inside the key length: only a padded head dim needs a load mask there.
@@ -88,16 +88,23 @@ def _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, of
         # With LISTED, use_mask says whether this block applies the mask (a block list's partial
         # block) or not (the key tail of a run the mask keeps whole). Scores the load skips are kept:
         # past the key length the EDGE mask removes them, past the query length they are not stored.
-        # A mask the same for every query row (a padding mask) loads one row of BLOCK_N values, not a
-        # BLOCK_M x BLOCK_N tile of pointers.
-        mok = kv_ok[None, :]
-        if MASK_ROWS:
-            mptr = mask_base + offs_m[:, None] * smm + cols[None, :] * smn
-            mok = mok & (offs_m < L)[:, None]
-        else:
+        # A mask the same for every query row (a padding mask) loads one row of BLOCK_N values, one
+        # the same for every key (transformers' all-True mask for ViT) one column of BLOCK_M values,
+        # not a BLOCK_M x BLOCK_N tile of pointers, which costs registers in every loop.
+        if MASK_LAYOUT == 0:
             mptr = mask_base + cols[None, :] * smn
+            mok = kv_ok[None, :]
+        elif MASK_LAYOUT == 1:
+            mptr = mask_base + offs_m[:, None] * smm
+            mok = (offs_m < L)[:, None]
+        else:
+            mptr = mask_base + offs_m[:, None] * smm + cols[None, :] * smn
+            mok = kv_ok[None, :] & (offs_m < L)[:, None]
         if LISTED:
-            mok = mok & (cols < tl.where(use_mask, S, 0))[None, :]
+            if MASK_LAYOUT == 1:
+                mok = mok & (offs_m < tl.where(use_mask, L, 0))[:, None]
+            else:
+                mok = mok & (cols < tl.where(use_mask, S, 0))[None, :]
         if MASK_KIND == 1:
             qk = tl.where(tl.load(mptr, mask=mok, other=1) != 0, qk, float("-inf"))
         else:
@@ -186,7 +193,7 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml
                      CAUSAL: tl.constexpr, SPLIT: tl.constexpr, STORE_LSE: tl.constexpr,
                      PREC: tl.constexpr, ACC: tl.constexpr, FOLD_SCALE: tl.constexpr,
                      HEAVY_FIRST: tl.constexpr, BLOCKS: tl.constexpr, RUN_MASK: tl.constexpr,
-                     MASK_ROWS: tl.constexpr):
+                     MASK_LAYOUT: tl.constexpr):
     if HEAVY_FIRST:
         start_m = tl.num_programs(0) - 1 - tl.program_id(0)
     else:
@@ -229,7 +236,7 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml
         acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n,
                                     offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn, True,
                                     E, EV, BLOCK_D, BLOCK_DV, RUN_MASK, CAUSAL, False, PREC, ACC, FOLD_SCALE, False,
-                                    MASK_ROWS)
+                                    MASK_LAYOUT)
     if BLOCKS:
         # One loop, one copy of the block's code (fewer registers), for the run's key tail (no mask)
         # and then the partial blocks (the mask applied).
@@ -242,13 +249,13 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml
             acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n,
                                         offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn, listed,
                                         E, EV, BLOCK_D, BLOCK_DV, MASK_KIND, CAUSAL, True, PREC, ACC, FOLD_SCALE,
-                                        True, MASK_ROWS)
+                                        True, MASK_LAYOUT)
     else:
         for start_n in range(mid, hi, BLOCK_N):
             acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n,
                                         offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn, True,
                                         E, EV, BLOCK_D, BLOCK_DV, MASK_KIND, CAUSAL, True, PREC, ACC, FOLD_SCALE,
-                                        False, MASK_ROWS)
+                                        False, MASK_LAYOUT)
     if SPLIT:
         # Partials: part[zh, split, m, dv] (unnormalised acc) and ml[zh, split, m, 0:2] = (m, l).
         n_split = tl.num_programs(2)
@@ -350,6 +357,14 @@ def _splits(programs: int, S: int, block_n: int, device: Device, per_sm: int) ->
     return cdiv(S, per) if S else 1, per
 
 
+def _mask_layout(strides: Sequence[int]) -> int:
+    """How the kernel loads a mask tile: 0, one row (the same for every query); 1, one column (the
+    same for every key); 2, a whole tile."""
+    if strides[2] == 0:
+        return 0
+    return 1 if strides[3] == 0 else 2
+
+
 def flash_forward(q: NBXTensor, k: NBXTensor, v: NBXTensor, mask: NBXTensor | None, out: NBXTensor,
                   lse: NBXTensor | None, *, scale: float, causal: bool, masked_lse: float,
                   config: Mapping[str, int] | None = None,
@@ -406,5 +421,5 @@ def flash_forward(q: NBXTensor, k: NBXTensor, v: NBXTensor, mask: NBXTensor | No
            PREC="ieee" if q.dtype in (D.float32, D.float64) else "tf32",
            EV=EV, BLOCK_DV=bdv, STORE_LSE=lse is not None, ACC=tl_dtype(acc),
            FOLD_SCALE=fold, HEAVY_FIRST=bool(cfg["HEAVY_FIRST"]), BLOCKS=blocks is not None,
-           RUN_MASK=0 if blocks is not None else kind, MASK_ROWS=ms[2] != 0, num_warps=warps,
+           RUN_MASK=0 if blocks is not None else kind, MASK_LAYOUT=_mask_layout(ms), num_warps=warps,
            num_stages=stages)
