@@ -5,7 +5,8 @@ summarised into block lists once per Program run: the probe times calls inside o
 model's layers see it), plus the portable kernel's tiles at ViT's odd length (L = S = 197):
 
 - ViT-B/16, batch 32: transformers passes an all-True bool mask (B, 1, L, S), strides (0, L, 1, 0);
-- BERT-base, batch 8, sequence 512: a padding mask (B, 1, 1, S), a quarter of the keys padded;
+- BERT-base, batch 8, sequence 512: a padding mask (B, 1, L, S), a quarter of the keys padded
+  (materialized, as transformers builds it; and as one row (B, 1, 1, S) for comparison);
 - Llama, batch 1, 2048 tokens, 32 heads of 64: the causal mask as data (1, 1, L, S).
 
     python -m benchmarks.probe_mask --out DIR
@@ -33,15 +34,17 @@ VIT_TILES = [
 ]
 
 
-def _mask(model: str, B: int, L: int, S: int) -> torch.Tensor:
+def _masks(model: str, B: int, L: int, S: int) -> dict[str, torch.Tensor]:
+    """The mask the model passes (as transformers builds it), and for BERT the same mask broadcast
+    over the query rows, the layout the kernel loads one row of."""
     if model == "vit":
-        # As transformers builds it: one value per query row, expanded over the keys.
-        return (torch.arange(L, device="cuda") >= 0).view(1, 1, L, 1).expand(B, 1, L, S)
+        # One value per query row, expanded over the keys.
+        return {"mask": (torch.arange(L, device="cuda") >= 0).view(1, 1, L, 1).expand(B, 1, L, S)}
     if model == "bert":
         keep = torch.ones(B, 1, 1, S, dtype=torch.bool, device="cuda")
         keep[..., 3 * S // 4 :] = False
-        return keep
-    return torch.ones(L, S, dtype=torch.bool, device="cuda").tril().expand(1, 1, L, S)
+        return {"mask": keep.expand(B, 1, L, S).contiguous(), "mask as one row": keep}
+    return {"mask": torch.ones(L, S, dtype=torch.bool, device="cuda").tril().expand(1, 1, L, S)}
 
 
 def _case(h, model: str) -> None:
@@ -54,8 +57,6 @@ def _case(h, model: str) -> None:
     # The models' layout: heads split out of a (B, L, H * D) projection.
     q, k, v = (h.randn((B, L, H, D)).transpose(1, 2) for _ in range(3))
     Q, K, V = h.nbx(q), h.nbx(k), h.nbx(v)
-    mask = _mask(model, B, L, S)
-    M = h.nbx(mask)
     flops = 4 * B * H * L * S * D
     shape = (B, H, L, S, D)
     f = torch.nn.functional.scaled_dot_product_attention
@@ -68,14 +69,16 @@ def _case(h, model: str) -> None:
             dtype="bfloat16",
             flops=flops,
         )
-        h.compare(
-            f"{model} mask",
-            nbx=lambda: sdpa.scaled_dot_product_attention(Q, K, V, M),
-            torch=lambda: f(q, k, v, mask),
-            shape=shape,
-            dtype="bfloat16",
-            flops=flops,
-        )
+        for label, mask in _masks(model, B, L, S).items():
+            M = h.nbx(mask)
+            h.compare(
+                f"{model} {label}",
+                nbx=lambda M=M: sdpa.scaled_dot_product_attention(Q, K, V, M),
+                torch=lambda mask=mask: f(q, k, v, mask),
+                shape=shape,
+                dtype="bfloat16",
+                flops=flops,
+            )
     if model != "vit":
         return
     out = h.nbx(torch.empty_like(q))

@@ -69,7 +69,8 @@ def _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, of
                 L, S, qk_scale, skn, skd, svn, svd, smm, smn, use_mask,
                 E: tl.constexpr, EV: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
                 MASK_KIND: tl.constexpr, CAUSAL: tl.constexpr, EDGE: tl.constexpr, PREC: tl.constexpr,
-                ACC: tl.constexpr, FOLD_SCALE: tl.constexpr, LISTED: tl.constexpr, MASK_LAYOUT: tl.constexpr):
+                ACC: tl.constexpr, FOLD_SCALE: tl.constexpr, LISTED: tl.constexpr, MASK_LAYOUT: tl.constexpr,
+                MASK_IN_PRODUCT: tl.constexpr):
     cols = start_n + offs_n
     kv_ok = cols < S
     # Interior blocks lie inside the key length: only a padded head dim needs a load mask there.
@@ -81,16 +82,13 @@ def _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, of
         kt = tl.load(k_ptrs)
     else:
         kt = tl.load(k_ptrs, mask=(offs_d < E)[:, None], other=0.0)
-    qk = tl.dot(dot_operand(q), dot_operand(kt), input_precision=PREC, out_dtype=ACC)
-    if not FOLD_SCALE:
-        qk = qk * qk_scale
     if MASK_KIND != 0:
         # With LISTED, use_mask says whether this block applies the mask (a block list's partial
         # block) or not (the key tail of a run the mask keeps whole). Scores the load skips are kept:
         # past the key length the EDGE mask removes them, past the query length they are not stored.
         # A mask the same for every query row (a padding mask) loads one row of BLOCK_N values, one
-        # the same for every key (transformers' all-True mask for ViT) one column of BLOCK_M values,
-        # not a BLOCK_M x BLOCK_N tile of pointers, which costs registers in every loop.
+        # the same for every key (transformers' all-True mask for ViT) one column of BLOCK_M values.
+        # Offsets are 32-bit: a tile of 64-bit pointers costs registers in every loop.
         if MASK_LAYOUT == 0:
             mptr = mask_base + cols[None, :] * smn
             mok = kv_ok[None, :]
@@ -98,21 +96,33 @@ def _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, of
             mptr = mask_base + offs_m[:, None] * smm
             mok = (offs_m < L)[:, None]
         else:
-            mptr = mask_base + offs_m[:, None] * smm + cols[None, :] * smn
+            mptr = mask_base + (offs_m[:, None] * smm + cols[None, :] * smn)
             mok = kv_ok[None, :] & (offs_m < L)[:, None]
         if LISTED:
             if MASK_LAYOUT == 1:
                 mok = mok & (offs_m < tl.where(use_mask, L, 0))[:, None]
             else:
                 mok = mok & (cols < tl.where(use_mask, S, 0))[None, :]
-        if MASK_KIND == 1:
-            qk = tl.where(tl.load(mptr, mask=mok, other=1) != 0, qk, float("-inf"))
-        else:
-            # In base 2 the mask's finite values stay finite: a row masked with finfo.min everywhere
-            # (padding under a float mask) is uniform in torch, not empty.
-            mv = tl.load(mptr, mask=mok, other=0.0).to(ACC)
-            lowest = -1.7976931348623157e308 if ACC == tl.float64 else -3.4028234663852886e38
-            qk += tl.where(mv == float("-inf"), mv, tl.maximum(mv * 1.4426950408889634, lowest))
+    if MASK_KIND == 1 and MASK_IN_PRODUCT:
+        # A tile of booleans enters as the product's accumulator, 0 or -inf (what torch adds; the
+        # scale is positive): the compiler then moves the mask into the product's layout. Applied
+        # after the product, it moved the scores into the load's layout instead, and the softmax's
+        # row reductions with them (three times the instructions a block).
+        keep = tl.load(mptr, mask=mok, other=1) != 0
+        qk = tl.dot(dot_operand(q), dot_operand(kt), tl.where(keep, 0.0, float("-inf")).to(ACC),
+                    input_precision=PREC, out_dtype=ACC)
+    else:
+        qk = tl.dot(dot_operand(q), dot_operand(kt), input_precision=PREC, out_dtype=ACC)
+    if not FOLD_SCALE:
+        qk = qk * qk_scale
+    if MASK_KIND == 1 and not MASK_IN_PRODUCT:
+        qk = tl.where(tl.load(mptr, mask=mok, other=1) != 0, qk, float("-inf"))
+    elif MASK_KIND == 2:
+        # In base 2 the mask's finite values stay finite: a row masked with finfo.min everywhere
+        # (padding under a float mask) is uniform in torch, not empty.
+        mv = tl.load(mptr, mask=mok, other=0.0).to(ACC)
+        lowest = -1.7976931348623157e308 if ACC == tl.float64 else -3.4028234663852886e38
+        qk += tl.where(mv == float("-inf"), mv, tl.maximum(mv * 1.4426950408889634, lowest))
     if EDGE:
         ok = kv_ok[None, :]
         if CAUSAL:
@@ -193,7 +203,7 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml
                      CAUSAL: tl.constexpr, SPLIT: tl.constexpr, STORE_LSE: tl.constexpr,
                      PREC: tl.constexpr, ACC: tl.constexpr, FOLD_SCALE: tl.constexpr,
                      HEAVY_FIRST: tl.constexpr, BLOCKS: tl.constexpr, RUN_MASK: tl.constexpr,
-                     MASK_LAYOUT: tl.constexpr):
+                     MASK_LAYOUT: tl.constexpr, MASK_IN_PRODUCT: tl.constexpr):
     if HEAVY_FIRST:
         start_m = tl.num_programs(0) - 1 - tl.program_id(0)
     else:
@@ -236,7 +246,7 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml
         acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n,
                                     offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn, True,
                                     E, EV, BLOCK_D, BLOCK_DV, RUN_MASK, CAUSAL, False, PREC, ACC, FOLD_SCALE, False,
-                                    MASK_LAYOUT)
+                                    MASK_LAYOUT, MASK_IN_PRODUCT)
     if BLOCKS:
         # One loop, one copy of the block's code (fewer registers), for the run's key tail (no mask)
         # and then the partial blocks (the mask applied).
@@ -249,13 +259,13 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml
             acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n,
                                         offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn, listed,
                                         E, EV, BLOCK_D, BLOCK_DV, MASK_KIND, CAUSAL, True, PREC, ACC, FOLD_SCALE,
-                                        True, MASK_LAYOUT)
+                                        True, MASK_LAYOUT, MASK_IN_PRODUCT)
     else:
         for start_n in range(mid, hi, BLOCK_N):
             acc, m_i, l_i = _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, offs_n,
                                         offs_d, offs_dv, L, S, qk_scale, skn, skd, svn, svd, smm, smn, True,
                                         E, EV, BLOCK_D, BLOCK_DV, MASK_KIND, CAUSAL, True, PREC, ACC, FOLD_SCALE,
-                                        False, MASK_LAYOUT)
+                                        False, MASK_LAYOUT, MASK_IN_PRODUCT)
     if SPLIT:
         # Partials: part[zh, split, m, dv] (unnormalised acc) and ml[zh, split, m, 0:2] = (m, l).
         n_split = tl.num_programs(2)
@@ -403,6 +413,7 @@ def flash_forward(q: NBXTensor, k: NBXTensor, v: NBXTensor, mask: NBXTensor | No
     kind = 0 if mask is None else 1 if mask.dtype is D.bool_ else 2
     fold = bool(cfg["FOLD_SCALE"]) and q.dtype is not D.float64 and kind != 2 and 0 < scale < math.inf
     ms = mask.stride() if mask is not None else (0, 0, 0, 0)
+    layout = _mask_layout(ms)
     ls = lse.stride() if lse is not None else (0, 0, 0)
     # A mask over more than one key block is summarised first (splits keep their key ranges).
     blocks = None
@@ -421,5 +432,6 @@ def flash_forward(q: NBXTensor, k: NBXTensor, v: NBXTensor, mask: NBXTensor | No
            PREC="ieee" if q.dtype in (D.float32, D.float64) else "tf32",
            EV=EV, BLOCK_DV=bdv, STORE_LSE=lse is not None, ACC=tl_dtype(acc),
            FOLD_SCALE=fold, HEAVY_FIRST=bool(cfg["HEAVY_FIRST"]), BLOCKS=blocks is not None,
-           RUN_MASK=0 if blocks is not None else kind, MASK_LAYOUT=_mask_layout(ms), num_warps=warps,
+           RUN_MASK=0 if blocks is not None else kind, MASK_LAYOUT=layout,
+           MASK_IN_PRODUCT=kind == 1 and layout == 2 and 0 < scale < math.inf, num_warps=warps,
            num_stages=stages)
