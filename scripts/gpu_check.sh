@@ -5,8 +5,10 @@
 #   scripts/gpu_check.sh OUTDIR [pytest args...]
 # SKIP_TESTS=1, SKIP_BENCH=1, BENCH_FAMILIES=a,b, BENCH_QUICK=1 and SWEEP=a,b (with SWEEP_KERNEL, SWEEP_SHAPES,
 # WRITE_TABLES: see below) narrow or extend it;
-# MODELS=a,b (or MODELS=all) also runs the whole-model benchmark (benchmarks/models.py) on those models;
-# FIRST_RUN=a,b the cold, warm and bundled first runs of those models (benchmarks/first_run.py).
+# MODELS=a,b (or MODELS=all) also runs the whole-model benchmark (benchmarks/models.py) on those models,
+# with MODELS_ARGS passed on (e.g. "--no-first-run --merge benchmarks/results/models.json");
+# FIRST_RUN=a,b the cold, warm and bundled first runs of those models (benchmarks/first_run.py);
+# PROBES=a,b the probes benchmarks/probe_a.py, probe_b.py (e.g. PROBES=mask).
 set -uo pipefail
 out=${1:-${OUT:?give an output folder}}
 shift || true
@@ -40,10 +42,13 @@ if [ -n "${SWEEP:-}" ]; then
             -type f -print0 | tar --null -cf "$out/tables.tar" -T -
     fi
 fi
+for probe in $(tr , " " <<<"${PROBES:-}"); do
+    python3 -m "benchmarks.probe_$probe" --out "$out" 2>&1 | tee "$out/probe_$probe.log" | tail -30 || rc=1
+done
 if [ -n "${MODELS:-}" ]; then
     models=$([ "$MODELS" = all ] && echo "" || echo "--models $MODELS")
     # shellcheck disable=SC2086
-    python3 -m benchmarks.models --out "$out" $models 2>&1 | tee "$out/models.log" | tail -60 || rc=1
+    python3 -m benchmarks.models --out "$out" $models ${MODELS_ARGS:-} 2>&1 | tee "$out/models.log" | tail -60 || rc=1
 fi
 if [ -n "${FIRST_RUN:-}" ]; then
     python3 -m benchmarks.first_run --out "$out" --models "$FIRST_RUN" 2>&1 | tee "$out/first_run.log" | tail -20 || rc=1
