@@ -3,7 +3,11 @@ masks that empty, fill or cut key blocks, against torch."""
 
 from __future__ import annotations
 
+import importlib.util
 import math
+import subprocess
+import tempfile
+from pathlib import Path
 
 import pytest
 import torch
@@ -12,6 +16,7 @@ from nbx_core.runtime.launch import BACKEND
 from nbx_core.testing import check_op, from_torch, make, numeric, to_torch
 
 SDPA = "aten::scaled_dot_product_attention"
+SASS_LOOPS = Path(__file__).parents[2] / "scripts" / "sass_loops.py"
 
 
 def _lists(mask: torch.Tensor, bm: int, bn: int) -> list[tuple[list[int], list[int]]]:
@@ -145,6 +150,44 @@ def test_block_list_kernels_compile_for_hopper(monkeypatch):
     # 16 heads of 32 query blocks: enough programs that the key range is not split.
     fa.flash_forward(q, k, k, keep, q, None, scale=0.125, causal=False, masked_lse=0.0)
     assert compiled == ["_mask_blocks_kernel", "_attn_fwd_kernel"]
+
+
+def _sass_loops() -> object:
+    spec = importlib.util.spec_from_file_location("sass_loops", SASS_LOOPS)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.skipif(BACKEND != "aot", reason="compiles for sm_90 (aot backend only)")
+@pytest.mark.parametrize("mask_shape", [(1, 1, 197, 197), (1, 1, 197, 1), (1, 1, 1, 197)])
+def test_masked_blocks_keep_the_softmax_in_the_products_layout(monkeypatch, mask_shape):
+    # A mask applied in its load's layout pulls the scores into that layout, and every row max and
+    # sum of the softmax becomes warp shuffles: 164 a block instead of 8 (ViT's shapes, Triton 3.9),
+    # half the speed, which only the instruction stream shows without a GPU.
+    import nbx_attention.flash_attention as fa
+
+    sass_loops = _sass_loops()
+    compiled = []
+
+    def compile_only(kernel, grid, *args, **kwargs):
+        compiled.append(kernel.warmup(*args, grid=grid, **kwargs))
+
+    monkeypatch.setattr(fa, "launch", compile_only)
+    monkeypatch.setattr("nbx_attention.mask_blocks.launch", lambda *args, **kwargs: None)
+    q = from_torch(make((32, 12, 197, 64), "bfloat16"))
+    keep = from_torch(torch.ones(mask_shape, dtype=torch.bool).expand(32, 1, 197, 197))
+    fa.flash_forward(q, q, q, keep, q, None, scale=0.125, causal=False, masked_lse=0.0)
+    with tempfile.TemporaryDirectory() as tmp:
+        cubin = Path(tmp) / "attn.cubin"
+        cubin.write_bytes(compiled[-1].asm["cubin"])
+        sass = subprocess.run(
+            [str(sass_loops.BIN / "cuobjdump"), "-sass", str(cubin)], capture_output=True, text=True, check=True
+        ).stdout
+    loops = sass_loops.loops(sass)
+    # The first loop walks the blocks the mask keeps whole, the last one the blocks it cuts.
+    shuffles = [sum(sass_loops._opcode(t).startswith("SHFL") for t in body) for _, _, body in loops]
+    assert len(loops) >= 2 and shuffles[-1] <= 2 * max(shuffles[0], 8), shuffles
 
 
 @pytest.mark.parametrize("kind", ["bool", "float32"])
