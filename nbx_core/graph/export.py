@@ -17,7 +17,9 @@
 
 from __future__ import annotations
 
+import ast
 import operator
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, cast
@@ -429,6 +431,13 @@ class _Exporter:
                 mutations.append({"value": value["ref"], "kind": "user_input", "target": target})
             else:
                 raise ExportError(f"{where}: {spec.kind.name} outputs are not supported (export in eval mode)")
+        guards, unchecked = _guards(getattr(ep, "_guards_code", None) or [], {s["name"]: s["shape"] for s in inputs})
+        if unchecked:
+            warnings.warn(
+                "torch.export recorded conditions on the inputs that an NBX graph cannot state, so runs will not "
+                f"check them: {'; '.join(unchecked)}",
+                stacklevel=3,
+            )
         document = {
             "format": FORMAT,
             "version": VERSION,
@@ -441,8 +450,94 @@ class _Exporter:
             "nodes": self.nodes,
             "outputs": outputs,
             "mutations": mutations,
+            **({"guards": guards} if guards else {}),
         }
         return document, arrays
+
+
+class _Unstated(Exception):
+    """A guard in a form NBX's symbolic ints cannot state."""
+
+
+_RELATION = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+_ARITHMETIC = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**"}
+
+
+def _guards(codes: Iterable[str], shapes: Mapping[str, list[int | str]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """torch.export's guards (Python source over ``L['input'].size()[i]``) as graph.json guards, and
+    the ones that cannot be stated (strides, non-tensor inputs, ``or``): those run unchecked."""
+    guards, unchecked = [], []
+    for code in codes:
+        try:
+            tree = ast.parse(code, mode="eval").body
+        except SyntaxError:
+            unchecked.append(code)
+            continue
+        parts = tree.values if isinstance(tree, ast.BoolOp) and isinstance(tree.op, ast.And) else [tree]
+        for part in parts:
+            try:
+                guards.extend(_relations(part, shapes))
+            except _Unstated:
+                unchecked.append(ast.unparse(part))
+    return guards, unchecked
+
+
+def _relations(node: ast.expr, shapes: Mapping[str, list[int | str]]) -> list[dict[str, Any]]:
+    if not isinstance(node, ast.Compare) or not all(type(op) in _RELATION for op in node.ops):
+        raise _Unstated
+    terms = [_bare(_term(t, shapes)) for t in [node.left, *node.comparators]]
+    return [
+        {"left": left, "op": _RELATION[type(op)], "right": right}
+        for left, op, right in zip(terms, node.ops, terms[1:], strict=False)
+    ]
+
+
+def _term(node: ast.expr, shapes: Mapping[str, list[int | str]]) -> str:
+    """One side of a guard as an NBX symbolic expression."""
+    if isinstance(node, ast.Constant) and type(node.value) is int and abs(node.value) <= LIMIT:
+        return str(node.value)
+    if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
+        return f"({_term(node.left, shapes)} {_ARITHMETIC[type(node.op)]} {_term(node.right, shapes)})"
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return f"(-{_term(node.operand, shapes)})"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("max", "min"):
+        if len(node.args) < 2 or node.keywords:
+            raise _Unstated
+        return f"{node.func.id}({', '.join(_term(a, shapes) for a in node.args)})"
+    # L['x'].size()[i] or L['x'].size(i): the input's dim i, a literal or the graph's expression for it
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Call) and not node.value.args:
+        size, axis = node.value.func, node.slice
+    elif isinstance(node, ast.Call) and len(node.args) == 1:
+        size, axis = node.func, node.args[0]
+    else:
+        raise _Unstated
+    if not (
+        isinstance(size, ast.Attribute)
+        and size.attr == "size"
+        and isinstance(size.value, ast.Subscript)
+        and isinstance(size.value.value, ast.Name)
+        and size.value.value.id == "L"
+        and isinstance(size.value.slice, ast.Constant)
+        and isinstance(axis, ast.Constant)
+        and type(axis.value) is int
+    ):
+        raise _Unstated
+    name = size.value.slice.value
+    shape = shapes.get(name) if isinstance(name, str) else None
+    if shape is None or not -len(shape) <= axis.value < len(shape):
+        raise _Unstated
+    dim = shape[axis.value]
+    return str(dim) if isinstance(dim, int) or dim.isidentifier() else f"({dim})"
+
+
+def _bare(text: str) -> str:
+    """``text`` without parentheses around the whole of it."""
+    depth = 0
+    for i, char in enumerate(text):
+        depth += {"(": 1, ")": -1}.get(char, 0)
+        if depth == 0 and i < len(text) - 1:
+            return text
+    return text[1:-1] if text.startswith("(") else text
 
 
 def _plain(value: Any) -> bool:

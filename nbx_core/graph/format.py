@@ -180,6 +180,34 @@ class ConstantInput:
     value: None | bool | int | float | str
 
 
+RELATIONS: dict[str, Callable[[int, int], bool]] = {
+    "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+}
+"""The relations a guard may state between two symbolic ints."""
+
+
+@dataclass(frozen=True)
+class Guard:
+    """A condition on the input dims that torch.export recorded (``left op right``): the graph is
+    valid only for dims that meet it, and a run on others is refused."""
+
+    left: Expr
+    op: str
+    right: Expr
+
+    def holds(self, dims: Mapping[str, int]) -> bool:
+        return RELATIONS[self.op](self.left(dims), self.right(dims))
+
+    @property
+    def text(self) -> str:
+        return f"{self.left.text} {self.op} {self.right.text}"
+
+
 @dataclass(frozen=True)
 class Mutation:
     """After a run, value ``value`` becomes the new state of buffer (or user input) ``target``."""
@@ -202,6 +230,7 @@ class Graph:
     mutations: tuple[Mutation, ...]
     document: Mapping[str, Any] = field(repr=False)
     constant_inputs: tuple[ConstantInput, ...] = ()
+    guards: tuple[Guard, ...] = ()
 
     def call_names(self) -> list[str]:
         """The names of the exported call's arguments in order: tensor inputs and constant ones."""

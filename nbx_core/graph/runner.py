@@ -319,6 +319,15 @@ class Program:
             self._bind(spec, tensor, dims, f"input {spec.name!r}")
         for spec in self.graph.inputs:
             self._check_exprs(spec, env[spec.name], dims, f"input {spec.name!r}", GraphInputError)
+        for guard in self.graph.guards:
+            if not guard.holds(dims):
+                bound = ", ".join(f"{s}={dims[s]}" for s in sorted(guard.left.symbols | guard.right.symbols))
+                raise GraphInputError(
+                    f"{file}: these inputs ({bound}) break a condition torch.export recorded for the graph, "
+                    f"{guard.text} ({guard.left(dims)} {guard.op} {guard.right(dims)}): the model was traced on "
+                    "a path valid only where it holds (a value cached for one size, a branch on a size). Run it "
+                    "on inputs that meet it, or export again from a fresh module with these sizes"
+                )
         return env, dims
 
     def _execute_all(self, inputs: dict[str, Any], dims: _Dims, planned: bool) -> dict[str, NBXTensor]:

@@ -35,12 +35,14 @@ from .format import (
     GRAPH_FILE,
     MUTATION_KINDS,
     NBX_DTYPES,
+    RELATIONS,
     VERSION,
     WEIGHT_KINDS,
     WEIGHTS_FILE,
     ConstantInput,
     DeviceArg,
     Graph,
+    Guard,
     Mutation,
     Node,
     Ref,
@@ -87,6 +89,7 @@ _TOP_LEVEL = (
     "nodes",
     "outputs",
     "mutations",
+    "guards",
 )
 
 
@@ -383,9 +386,32 @@ def parse_document(doc: Any, path: Path) -> Graph:
             raise _fail(GraphReferenceError, where, f"target {target!r} is not a {kind.replace('_', ' ')} of the graph")
         mutations.append(Mutation(value, kind, target))
     constants = _constant_inputs(doc, file, input_names)
-    return Graph(
-        path, symbols, tuple(inputs), tuple(weights), tuple(nodes), tuple(outputs), tuple(mutations), doc, constants
-    )
+    guards = _guards(doc, file, symbols)
+    parts = (tuple(inputs), tuple(weights), tuple(nodes), tuple(outputs), tuple(mutations))
+    return Graph(path, symbols, *parts, doc, constants, guards)
+
+
+def _guards(doc: Mapping[str, Any], file: Path, symbols: Mapping[str, SymbolSpec]) -> tuple[Guard, ...]:
+    """The optional "guards": conditions on the input dims, each {"left", "op", "right"}."""
+    found = []
+    for i, raw in enumerate(_get(doc, "guards", list, str(file)) if "guards" in doc else []):
+        where = f"{file}: guards[{i}]"
+        op = _get(raw, "op", str, where)
+        if op not in RELATIONS:
+            raise _fail(GraphFormatError, where, f"op {_show(op)} is not one of {' '.join(RELATIONS)}")
+        sides = []
+        for key in ("left", "right"):
+            value = raw.get(key)
+            literal = isinstance(value, int) and not isinstance(value, bool) and abs(value) <= symbolic.LIMIT
+            text = str(value) if literal else value
+            expr = symbolic.parse(text, f"{where} {key}")
+            unknown = sorted(expr.symbols - symbols.keys())
+            if unknown:
+                declare = f'uses undeclared symbols {unknown}: declare them under "symbols"'
+                raise _fail(GraphFormatError, f"{where} {key}", declare)
+            sides.append(expr)
+        found.append(Guard(sides[0], op, sides[1]))
+    return tuple(found)
 
 
 def _constant_inputs(doc: Mapping[str, Any], file: Path, input_names: set[str]) -> tuple[ConstantInput, ...]:

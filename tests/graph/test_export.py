@@ -243,6 +243,71 @@ def test_a_size_read_from_data_is_refused_where_an_op_uses_it(tmp_path):
         export(ep, tmp_path / "d.nbx", torch_registry())
 
 
+class CachedTable(nn.Module):
+    """A table cached for the length it was last called with: exported after a call, the trace takes
+    the cached path, valid only while ``x.shape[1] // 2`` is that length (torch records a guard)."""
+
+    def __init__(self):
+        super().__init__()
+        self.table = None
+
+    def forward(self, x):
+        n = x.shape[1] // 2
+        if self.table is None or self.table.shape[0] != n:
+            self.table = torch.arange(n, dtype=x.dtype)
+        return x[:, :n] * self.table
+
+
+def test_guards_torch_export_records_are_checked_at_every_run(tmp_path):
+    registry = torch_registry()
+    module = CachedTable()
+    module(torch.randn(2, 8))
+    ep = torch.export.export(module, (torch.randn(2, 8),), dynamic_shapes=({1: torch.export.Dim.AUTO},))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # every guard of this export can be stated
+        path = export(ep, tmp_path / "g.nbx", registry)
+    relations = [(g.left.text, g.op, g.right.text) for g in read_graph(path).guards]
+    dim = read_graph(path).inputs[0].shape[1].text
+    assert (f"{dim} // 2", "==", "4") in relations
+    prog = load(path, registry=registry, device="cpu")
+    x = torch.randn(2, 9)  # 9 // 2 == 4: the guard holds
+    if numeric():
+        np.testing.assert_allclose(prog(x).numpy(), (x[:, :4] * torch.arange(4.0)).numpy(), rtol=1e-6)
+    else:
+        prog.check_compiles(x)
+    with pytest.raises(
+        GraphInputError, match=rf"\({dim}=12\) break a condition torch\.export recorded.*{dim} // 2 == 4 \(6 == 4\)"
+    ):
+        prog(torch.randn(2, 12))
+
+
+def test_guards_in_forms_a_graph_cannot_state_are_reported():
+    from nbx_core.graph.export import _guards
+
+    shapes = {"x": [2, "n"], "y": ["2*n"]}
+    stated, unchecked = _guards(
+        [
+            "L['x'].size()[1] * 2 == L['y'].size()[0] and 2 <= L['x'].size()[1] <= 64",
+            "L['x'].size()[1] != max(1, -L['x'].size()[1] // 3)",
+            "L['x'].stride()[0] == 8",
+            "L['x'].size()[1] == 3 or L['x'].size()[1] == 5",
+            "L['z'].size()[0] == 1",
+        ],
+        shapes,
+    )
+    assert stated == [
+        {"left": "n * 2", "op": "==", "right": "2*n"},
+        {"left": "2", "op": "<=", "right": "n"},
+        {"left": "n", "op": "<=", "right": "64"},
+        {"left": "n", "op": "!=", "right": "max(1, ((-n) // 3))"},
+    ]
+    assert unchecked == [
+        "L['x'].stride()[0] == 8",
+        "L['x'].size()[1] == 3 or L['x'].size()[1] == 5",
+        "L['z'].size()[0] == 1",
+    ]
+
+
 class Optional(nn.Module):
     """Arguments that are not tensors: None, a number, a keyword flag."""
 

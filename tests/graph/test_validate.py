@@ -104,6 +104,21 @@ MALFORMED = {
         r"node 0 'mul'.*unknown tag",
     ),
     "missing_key": (lambda d: d["nodes"][0].pop("kwargs"), GraphFormatError, r"node 0 'mul'.*missing key 'kwargs'"),
+    "guard_relation": (
+        lambda d: d.update(guards=[{"left": "batch", "op": "=<", "right": 8}]),
+        GraphFormatError,
+        r"guards\[0\]: op '=<' is not one of == != < <= > >=",
+    ),
+    "guard_symbol": (
+        lambda d: d.update(guards=[{"left": "batch // 2", "op": "==", "right": "seq"}]),
+        GraphFormatError,
+        r"guards\[0\] right: uses undeclared symbols \['seq'\]",
+    ),
+    "guard_expression": (
+        lambda d: d.update(guards=[{"left": "batch +", "op": "==", "right": 2}]),
+        GraphFormatError,
+        r"guards\[0\] left: 'batch \+' is not a symbolic int expression",
+    ),
     "unknown_dtype": (
         lambda d: d["inputs"][0].update(dtype="complex128"),
         GraphFormatError,
