@@ -820,6 +820,81 @@ _WAV = dict(
 )
 
 
+class TextAndImage(Attr):
+    def forward(self, input_ids: torch.Tensor, pixel_values: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        return super().forward(input_ids=input_ids, pixel_values=pixel_values)
+
+
+def _clip() -> Case:
+    """Both towers and their similarity logits."""
+    T = _transformers()
+    text = dict(_HIDDEN, intermediate_size=64, max_position_embeddings=64, eos_token_id=2, vocab_size=VOCAB)
+    model = T.CLIPModel(T.CLIPConfig(text_config=text, vision_config=_VIT, projection_dim=16))
+    return Case(
+        TextAndImage(model, "logits_per_image"), {"input_ids": _ids(SEQ), "pixel_values": torch.randn(BATCH, 3, 32, 32)}
+    )
+
+
+class FeaturesToText(Attr):
+    def forward(self, input_features: torch.Tensor, decoder_input_ids: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        return super().forward(input_features=input_features, decoder_input_ids=decoder_input_ids)
+
+
+def _whisper() -> Case:
+    """Encoder and decoder (the zoo times the encoder alone)."""
+    T = _transformers()
+    config = T.WhisperConfig(
+        vocab_size=VOCAB,
+        d_model=32,
+        encoder_layers=1,
+        decoder_layers=1,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        num_mel_bins=16,
+        max_source_positions=32,
+        max_target_positions=32,
+        decoder_start_token_id=0,
+        pad_token_id=0,
+        use_cache=False,
+    )
+    model = T.WhisperForConditionalGeneration(config)
+    inputs = {"input_features": torch.randn(BATCH, 16, 64), "decoder_input_ids": _ids(6)}
+    return Case(FeaturesToText(model, "logits"), inputs)
+
+
+def _video(model_name: str, config_name: str, **config: Any) -> Case:
+    """Clips of 4 frames at 32x32, (batch, frames, channels, height, width)."""
+    T = _transformers()
+    vit = dict(_VIT, num_frames=4)
+    model = getattr(T, model_name)(getattr(T, config_name)(**{**vit, **config}))
+    return Case(Pixels(model, "last_hidden_state"), {"pixel_values": torch.randn(BATCH, 4, 3, 32, 32)})
+
+
+class PastValues(Attr):
+    def forward(self, past_values: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        return super().forward(past_values=past_values)
+
+
+def _patchtst() -> Case:
+    """Time-series forecasting: 3 channels, 32 steps of context in patches of 8, 8 steps ahead."""
+    T = _transformers()
+    config = T.PatchTSTConfig(
+        num_input_channels=3,
+        context_length=32,
+        patch_length=8,
+        patch_stride=8,
+        d_model=16,
+        num_attention_heads=2,
+        num_hidden_layers=1,
+        ffn_dim=32,
+        prediction_length=8,
+    )
+    model = T.PatchTSTForPrediction(config)
+    return Case(PastValues(model, "prediction_outputs"), {"past_values": torch.randn(BATCH, 32, 3)})
+
+
 def _detr() -> Case:
     T = _transformers()
     backbone = T.ResNetConfig(out_features=["stage2"], **_RESNET)
@@ -1007,6 +1082,11 @@ VISION: dict[str, Callable[[], Case]] = {
         input_channels=1,
         use_cache=False,
     ),
+    "clip": _clip,
+    "whisper": _whisper,
+    "vivit": partial(_video, "VivitModel", "VivitConfig", tubelet_size=[2, 8, 8]),
+    "videomae": partial(_video, "VideoMAEModel", "VideoMAEConfig", tubelet_size=2, patch_size=8),
+    "patchtst": _patchtst,
 }
 for _name, _build in VISION.items():
     register(_name, "vision")(_build)
