@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import operator
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -181,12 +182,12 @@ class ConstantInput:
 
 
 RELATIONS: dict[str, Callable[[int, int], bool]] = {
-    "==": lambda a, b: a == b,
-    "!=": lambda a, b: a != b,
-    "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b,
-    ">": lambda a, b: a > b,
-    ">=": lambda a, b: a >= b,
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
 }
 """The relations a guard may state between two symbolic ints."""
 
@@ -200,12 +201,12 @@ class Guard:
     op: str
     right: Expr
 
-    def holds(self, dims: Mapping[str, int]) -> bool:
-        return RELATIONS[self.op](self.left(dims), self.right(dims))
-
     @property
     def text(self) -> str:
         return f"{self.left.text} {self.op} {self.right.text}"
+
+    def holds(self, dims: Mapping[str, int]) -> bool:
+        return RELATIONS[self.op](self.left(dims), self.right(dims))
 
 
 @dataclass(frozen=True)
