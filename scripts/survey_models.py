@@ -372,6 +372,9 @@ def _decoder(config_name: str, model_name: str, **config: Any) -> Case:
 
 
 _SLIDING = dict(sliding_window=4, layer_types=["sliding_attention", "full_attention"], num_hidden_layers=2)
+# Four experts, two per token; configurations name the count one of two ways.
+_EXPERTS = dict(num_experts=4, num_experts_per_tok=2, pad_token_id=0)
+_LOCAL_EXPERTS = dict(num_local_experts=4, num_experts_per_tok=2, pad_token_id=0)
 _MLA = dict(
     vocab_size=VOCAB,
     hidden_size=32,
@@ -476,25 +479,10 @@ DECODERS: dict[str, Callable[[], Case]] = {
         moe_intermediate_size=32,
         **_LLAMA_LIKE,
     ),
-    "granite_moe": partial(
-        _decoder,
-        "GraniteMoeConfig",
-        "GraniteMoeForCausalLM",
-        num_local_experts=4,
-        num_experts_per_tok=2,
-        pad_token_id=0,
-        **_LLAMA_LIKE,
-    ),
+    "granite_moe": partial(_decoder, "GraniteMoeConfig", "GraniteMoeForCausalLM", **_LOCAL_EXPERTS, **_LLAMA_LIKE),
     # Mixture of experts with attention sinks and alternating sliding-window layers.
     "gpt_oss": partial(
-        _decoder,
-        "GptOssConfig",
-        "GptOssForCausalLM",
-        head_dim=16,
-        num_local_experts=4,
-        num_experts_per_tok=2,
-        pad_token_id=0,
-        **{**_LLAMA_LIKE, **_SLIDING},
+        _decoder, "GptOssConfig", "GptOssForCausalLM", head_dim=16, **_LOCAL_EXPERTS, **{**_LLAMA_LIKE, **_SLIDING}
     ),
     "nemotron": partial(_decoder, "NemotronConfig", "NemotronForCausalLM", pad_token_id=0, **_LLAMA_LIKE),
     "helium": partial(_decoder, "HeliumConfig", "HeliumForCausalLM", head_dim=16, pad_token_id=0, **_LLAMA_LIKE),
@@ -510,25 +498,13 @@ DECODERS: dict[str, Callable[[], Case]] = {
         _decoder,
         "Qwen2MoeConfig",
         "Qwen2MoeForCausalLM",
-        num_experts=4,
-        num_experts_per_tok=2,
         moe_intermediate_size=16,
         shared_expert_intermediate_size=32,
-        pad_token_id=0,
+        **_EXPERTS,
         **_LLAMA_LIKE,
     ),
-    "olmoe": partial(
-        _decoder, "OlmoeConfig", "OlmoeForCausalLM", num_experts=4, num_experts_per_tok=2, pad_token_id=0, **_LLAMA_LIKE
-    ),
-    "phimoe": partial(
-        _decoder,
-        "PhimoeConfig",
-        "PhimoeForCausalLM",
-        num_local_experts=4,
-        num_experts_per_tok=2,
-        pad_token_id=0,
-        **_LLAMA_LIKE,
-    ),
+    "olmoe": partial(_decoder, "OlmoeConfig", "OlmoeForCausalLM", **_EXPERTS, **_LLAMA_LIKE),
+    "phimoe": partial(_decoder, "PhimoeConfig", "PhimoeForCausalLM", **_LOCAL_EXPERTS, **_LLAMA_LIKE),
     "jetmoe": partial(
         _decoder,
         "JetMoeConfig",
@@ -539,10 +515,8 @@ DECODERS: dict[str, Callable[[], Case]] = {
         num_key_value_heads=2,
         kv_channels=8,
         intermediate_size=64,
-        num_local_experts=4,
-        num_experts_per_tok=2,
         max_position_embeddings=64,
-        pad_token_id=0,
+        **_LOCAL_EXPERTS,
     ),
     # Multi-head latent attention (low-rank keys and values; V3 also low-rank queries and grouped
     # expert routing), a dense first layer, then shared and routed experts.
@@ -670,7 +644,8 @@ _T5ISH = dict(
     relative_attention_max_distance=16,
     decoder_start_token_id=0,
 )
-# One layer a side, two heads, as BART-style configs (BART, Marian, Pegasus, DETR) name them.
+# One layer a side, two heads, as BART-style configs (BART, Marian, Pegasus, DETR, Whisper,
+# Speech2Text) name them.
 _ENCODER_DECODER = dict(
     d_model=32,
     encoder_layers=1,
@@ -844,14 +819,8 @@ def _whisper() -> Case:
     """Encoder and decoder (the zoo times the encoder alone)."""
     T = _transformers()
     config = T.WhisperConfig(
+        **_ENCODER_DECODER,
         vocab_size=VOCAB,
-        d_model=32,
-        encoder_layers=1,
-        decoder_layers=1,
-        encoder_attention_heads=2,
-        decoder_attention_heads=2,
-        encoder_ffn_dim=64,
-        decoder_ffn_dim=64,
         num_mel_bins=16,
         max_source_positions=32,
         max_target_positions=32,
@@ -1065,14 +1034,8 @@ VISION: dict[str, Callable[[], Case]] = {
         (BATCH, 20, 16),
         1,
         28,
+        **_ENCODER_DECODER,
         vocab_size=VOCAB,
-        d_model=32,
-        encoder_layers=1,
-        decoder_layers=1,
-        encoder_attention_heads=2,
-        decoder_attention_heads=2,
-        encoder_ffn_dim=64,
-        decoder_ffn_dim=64,
         max_source_positions=64,
         max_target_positions=64,
         num_conv_layers=2,
