@@ -24,6 +24,7 @@ if __name__ == "__main__":
 
 import nbx_core  # noqa: E402, F401, I001  (chooses how Triton runs before Triton is imported)
 from nbx_core import dtypes as D  # noqa: E402
+from nbx_core.backend import default_device  # noqa: E402
 from nbx_core.registry import get_registry  # noqa: E402
 from nbx_core.tensor import NBXTensor, empty_tensor  # noqa: E402
 
@@ -32,8 +33,8 @@ Call = tuple[str, Callable[[], tuple[tuple, dict]]]
 
 
 def T(*shape: int, dtype: D.DType = D.bfloat16) -> NBXTensor:
-    """An uninitialised tensor."""
-    return empty_tensor(shape, dtype)
+    """An uninitialised tensor where the backend's kernels read (the host on aot)."""
+    return empty_tensor(shape, dtype, default_device())
 
 
 def _attention() -> Iterator[Call]:

@@ -201,6 +201,9 @@ class _CudaLauncher:
                     with _prebuilt.compiling(self.kernel, args, kwargs):  # from a bundle, if it has it
                         compiled = self.kernel.run(*[_cuda_arg(a) for a in args], grid=tuple(grid), warmup=True,
                                                    **kwargs)
+                    # Triton loads a variant at its first ``.run``, setting the launcher before the
+                    # function handle: load it here, before any other thread can see it half loaded.
+                    compiled.run  # noqa: B018
                     tail = [kwargs[n] if n in kwargs else self.defaults[n] for n in self.names[len(args):]]
                     hit = self.cache[key] = (compiled, tail)
         return hit

@@ -4,6 +4,7 @@ import pytest
 
 import nbx_core as nbx
 from nbx_core import dtypes as D
+from nbx_core.backend import kernel_device_type
 from nbx_core.errors import DeviceError, NbxTypeError, NbxValueError, ShapeError
 from nbx_core.tensor import args as A
 from nbx_core.testing import on_other_device
@@ -105,9 +106,10 @@ def test_ranks():
 
 
 def test_devices():
-    assert A.check_device("op", X, 2.0, None, X) == X.device
+    x = X.to(kernel_device_type())  # on_other_device moves a tensor off the device kernels use
+    assert A.check_device("op", x, 2.0, None, x) == x.device
     with pytest.raises(DeviceError, match="op: expected all tensors on one device"):
-        A.check_device("op", X, on_other_device(X))
+        A.check_device("op", x, on_other_device(x))
 
 
 def test_broadcasting():

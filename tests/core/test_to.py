@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 import torch
 
+from nbx_core.backend import kernel_device_type
 from nbx_core.errors import NbxError, NbxTypeError
 from nbx_core.testing import assert_close, check_op, check_raises, from_torch, make, numeric, run_op
 
 aten = torch.ops.aten
+DEV = kernel_device_type()  # where NBX's kernels run: torch runs there too, so aliasing compares alike
 CL, CL3, CONTIG, PRESERVE = torch.channels_last, torch.channels_last_3d, torch.contiguous_format, torch.preserve_format
 
 
@@ -28,6 +30,8 @@ def _inputs() -> dict[str, torch.Tensor]:
 
 def _check_to(torch_fn, t: torch.Tensor, *args, **kwargs) -> None:
     """NBX's ``aten::to`` gives torch's values, dtype and strides, and aliases exactly when torch's does."""
+    t = t.to(DEV)
+    args = tuple(a.to(DEV) if isinstance(a, torch.Tensor) else a for a in args)
     want = torch_fn(t, *args, **kwargs)
     src = from_torch(t)
     got = run_op("aten::to", src, *args, **kwargs)
@@ -66,7 +70,7 @@ def test_every_overload_of_to():
         x,
         dtype=torch.float32,
         layout=torch.strided,
-        device=torch.device("cpu"),
+        device=torch.device(DEV),
         pin_memory=False,
         non_blocking=True,
         copy=False,
@@ -75,9 +79,9 @@ def test_every_overload_of_to():
     _check_to(aten.to.dtype_layout, x, layout=torch.strided, pin_memory=True)
     _check_to(aten.to.dtype_layout, x, copy=True)
     # to.device, to.dtype and to.other, positionally and by name.
-    _check_to(aten.to.device, x, torch.device("cpu"), torch.float64, True, False, CONTIG)
-    _check_to(aten.to.device, x, "cpu", torch.float32)
-    _check_to(aten.to.device, x, "cpu", torch.float32, copy=True)
+    _check_to(aten.to.device, x, torch.device(DEV), torch.float64, True, False, CONTIG)
+    _check_to(aten.to.device, x, DEV, torch.float32)
+    _check_to(aten.to.device, x, DEV, torch.float32, copy=True)
     _check_to(aten.to.dtype, x, torch.int32, non_blocking=False, copy=True)
     _check_to(aten.to.dtype, x, dtype=torch.float32)
     _check_to(aten.to.other, x, mask)
@@ -109,7 +113,7 @@ def test_every_overload_of_to():
         }[dtype]
         assert aten.to.prim_dtype(x, code).dtype == dtype
         _check_to(aten.to.prim_dtype, x, code)
-    _check_to(aten.to.prim_Device, x, "cpu", 5)
+    _check_to(aten.to.prim_Device, x, DEV, 5)
     _check_to(aten.to.prim_Device, x, None, 6, False, True)
 
 
@@ -175,10 +179,10 @@ def test_clone_contiguous_empty_like_follow_memory_format(fmt):
 
 def test_method_to_takes_torchs_python_forms():
     x = from_torch(make((2, 3, 4, 5)))
-    assert x.to("cpu") is x and x.to(x.dtype) is x and x.to(x) is x
+    assert x.to(DEV) is x and x.to(x.dtype) is x and x.to(x) is x
     assert x.to("float16").dtype.name == "float16"
     assert x.to(memory_format=CL).stride() == (60, 1, 15, 3)
-    assert x.to("cpu", "float64", copy=True).dtype.name == "float64"
+    assert x.to(DEV, "float64", copy=True).dtype.name == "float64"
 
 
 class _Casts(torch.nn.Module):

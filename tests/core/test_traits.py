@@ -5,6 +5,7 @@ import triton
 import triton.language as tl
 
 from nbx_core import backend
+from nbx_core.backend import kernel_device_type
 from nbx_core.errors import IndexOutOfRangeError
 from nbx_core.runtime import launch, traits
 from nbx_core.runtime.kernels import dot, index_range, precise
@@ -31,13 +32,13 @@ def test_the_process_traits_are_its_backends_and_kernels_read_them():
 
 @pytest.mark.skipif(not numeric(), reason="index values are checked by kernels that run")
 def test_check_range_names_op_argument_and_value():
-    index_range.check_range("aten::scatter_", "index", tensor([[0, 2], [1, 0]]), 3)
+    index_range.check_range("aten::scatter_", "index", tensor([[0, 2], [1, 0]], device=kernel_device_type()), 3)
     with pytest.raises(
         IndexOutOfRangeError,
         match=r"aten::scatter_: index holds 5, out of bounds for a dimension "
         r"of size 3",
     ):
-        index_range.check_range("aten::scatter_", "index", tensor([[0, 5], [1, 0]]).t(), 3)
+        index_range.check_range("aten::scatter_", "index", tensor([[0, 5], [1, 0]], device=kernel_device_type()).t(), 3)
 
 
 def test_plugin_kernels_read_the_traits_too():

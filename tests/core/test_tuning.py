@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from nbx_core.backend import current
 from nbx_core.errors import BackendError, NbxError
 from nbx_core.runtime import tuning
 from nbx_core.runtime.tuner import Case, Sweep, parse_shapes, tune
@@ -172,6 +173,10 @@ def test_malformed_tables_are_clear_errors(files):
         toy.resolve("f16", 200, "NN", target="sm_90")
 
 
+off_the_gpu = pytest.mark.skipif(current() == "cuda", reason="checks the refusal off the cuda backend")
+
+
+@off_the_gpu
 def test_remember_and_tune_need_a_gpu(files):
     toy = _toy(files)
     if tuning.arch() is None:
@@ -182,6 +187,7 @@ def test_remember_and_tune_need_a_gpu(files):
         tune(sweep)
 
 
+@off_the_gpu
 def test_nbx_tune_refuses_off_the_gpu(capsys):
     from nbx_core.cli import main
 

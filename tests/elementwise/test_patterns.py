@@ -117,5 +117,5 @@ def test_the_pattern_replaces_transformers_rotary_embedding(dtype, tmp_path):
         want = [t.double() for t in _Rope()(q.double(), k.double(), cos.double(), sin.double())]
         chain = plain(q, k, cos, sin)
         for got, ref, written in zip(fused(q, k, cos, sin), want, chain, strict=True):
-            got, written = torch.from_dlpack(got).double(), torch.from_dlpack(written).double()
+            got, written = to_torch(got).double(), to_torch(written).double()
             assert (got - ref).abs().max() <= (written - ref).abs().max() + 1e-6
