@@ -31,6 +31,18 @@ def needs_int64(n: int, *tensors: Strided) -> bool:
     return False
 
 
+def slice_needs_int64(*parts: tuple[Strided | None, int]) -> bool:
+    """Whether an element offset within one slice of a tensor can pass 2**31, for kernels that index
+    the leading dims in int64 and the rest in int32: each part is a tensor (None: skipped) and the
+    first dim of its slice."""
+    for t, first in parts:
+        if t is not None:
+            reach = sum(abs(st) * (s - 1) for s, st in zip(t.shape[first:], t.stride()[first:], strict=True))
+            if reach > _INT32_MAX:
+                return True
+    return False
+
+
 @triton.jit
 def strided_offsets(idx, shape, strides, NDIM: tl.constexpr):
     """Offsets of the row-major elements ``idx`` of a tensor with ``shape`` and ``strides``."""

@@ -38,6 +38,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from nbx_core.runtime.kernels.dot import dot_operand
+from nbx_core.runtime.kernels.indexing import slice_needs_int64
 from nbx_core.runtime.kernels.tickets import last_to_arrive, tickets
 from nbx_core.runtime.launch import TRAITS, cdiv, launch, multiprocessors, next_pow2
 from nbx_core.runtime.memo import memoized
@@ -88,7 +89,7 @@ def _attn_block(acc, m_i, l_i, q, k_base, v_base, mask_base, start_n, offs_m, of
         # past the key length the EDGE mask removes them, past the query length they are not stored.
         # A mask the same for every query row (a padding mask) loads one row of BLOCK_N values, one
         # the same for every key (transformers' all-True mask for ViT) one column of BLOCK_M values.
-        # Offsets are 32-bit: a tile of 64-bit pointers costs registers in every loop.
+        # Offsets are 32-bit unless INT64: a tile of 64-bit pointers costs registers in every loop.
         if MASK_LAYOUT == 0:
             mptr = mask_base + cols[None, :] * smn
             mok = kv_ok[None, :]
@@ -203,7 +204,7 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml
                      CAUSAL: tl.constexpr, SPLIT: tl.constexpr, STORE_LSE: tl.constexpr,
                      PREC: tl.constexpr, ACC: tl.constexpr, FOLD_SCALE: tl.constexpr,
                      HEAVY_FIRST: tl.constexpr, BLOCKS: tl.constexpr, RUN_MASK: tl.constexpr,
-                     MASK_LAYOUT: tl.constexpr, MASK_IN_PRODUCT: tl.constexpr):
+                     MASK_LAYOUT: tl.constexpr, MASK_IN_PRODUCT: tl.constexpr, INT64: tl.constexpr):
     if HEAVY_FIRST:
         start_m = tl.num_programs(0) - 1 - tl.program_id(0)
     else:
@@ -214,6 +215,9 @@ def _attn_fwd_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, part_ptr, ml
     h = zh % H
     offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
+    if INT64:  # offsets within one (z, h) slice are 32-bit unless one can pass 2**31
+        offs_m = offs_m.to(tl.int64)
+        offs_n = offs_n.to(tl.int64)
     offs_d = tl.arange(0, BLOCK_D)
     offs_dv = tl.arange(0, BLOCK_DV)
     if ACC == tl.float64:
@@ -433,5 +437,6 @@ def flash_forward(q: NBXTensor, k: NBXTensor, v: NBXTensor, mask: NBXTensor | No
            EV=EV, BLOCK_DV=bdv, STORE_LSE=lse is not None, ACC=tl_dtype(acc),
            FOLD_SCALE=fold, HEAVY_FIRST=bool(cfg["HEAVY_FIRST"]), BLOCKS=blocks is not None,
            RUN_MASK=0 if blocks is not None else kind, MASK_LAYOUT=layout,
-           MASK_IN_PRODUCT=kind == 1 and layout == 2 and 0 < scale < math.inf, num_warps=warps,
+           MASK_IN_PRODUCT=kind == 1 and layout == 2 and 0 < scale < math.inf,
+           INT64=slice_needs_int64((q, 2), (k, 2), (v, 2), (out, 2), (mask, 2), (lse, 2)), num_warps=warps,
            num_stages=stages)

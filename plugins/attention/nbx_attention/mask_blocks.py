@@ -25,13 +25,15 @@ import triton
 import triton.language as tl
 
 from nbx_core import dtypes as D
+from nbx_core.runtime.kernels.indexing import slice_needs_int64
 from nbx_core.runtime.launch import cdiv, launch
 from nbx_core.tensor import NBXTensor, empty_tensor
 
 
 @triton.jit
 def _mask_blocks_kernel(mask_ptr, part_ptr, count_ptr, HB, L, S, NB, smz, smh, smm, smn,
-                        KIND: tl.constexpr, CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+                        KIND: tl.constexpr, CAUSAL: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                        INT64: tl.constexpr):
     # Grid: (query blocks, mask batches x mask heads). Tiles are classified branch-free and appended
     # with masked scalar stores, so one program's loop has no data-dependent control flow.
     start_m = tl.program_id(0)
@@ -42,6 +44,9 @@ def _mask_blocks_kernel(mask_ptr, part_ptr, count_ptr, HB, L, S, NB, smz, smh, s
     row = zh.to(tl.int64) * tl.num_programs(0) + start_m
     offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = tl.arange(0, BLOCK_N)
+    if INT64:  # offsets within one (z, h) slice of the mask are 32-bit unless one can pass 2**31
+        offs_m = offs_m.to(tl.int64)
+        offs_n = offs_n.to(tl.int64)
     rows_ok = offs_m < L
     run_lo = tl.zeros((), tl.int32)
     run_hi = tl.full((), -1, tl.int32)
@@ -101,5 +106,6 @@ def mask_blocks(mask: NBXTensor, block_m: int, block_n: int, causal: bool = Fals
     partial = empty_tensor((rows, nb), D.int32, mask.device)
     counts = empty_tensor((rows, 3), D.int32, mask.device)
     launch(_mask_blocks_kernel, (mb, zb * hb), mask, partial, counts, hb, L, S, nb, smz, smh, smm, smn,
-           KIND=1 if mask.dtype is D.bool_ else 2, CAUSAL=causal, BLOCK_M=block_m, BLOCK_N=block_n, num_warps=4)
+           KIND=1 if mask.dtype is D.bool_ else 2, CAUSAL=causal, BLOCK_M=block_m, BLOCK_N=block_n,
+           INT64=slice_needs_int64((mask, 2)), num_warps=4)
     return MaskBlocks(partial, counts, 0 if smz == 0 else hb * mb, 0 if smh == 0 else mb, nb)
