@@ -77,14 +77,15 @@ def signatures(graph: Graph, sizes: Mapping[str, Sequence[int]]) -> list[dict[st
     """Every combination of the symbolic dims' sizes: those in ``sizes``, the exported example size
     for the others, in the order given. Raises GraphInputError for a dim the graph does not declare,
     a size outside its exported range, or a dim with neither."""
-    unknown = sorted(set(sizes) - set(graph.symbols))
+    dims = {name: symbol for name, symbol in graph.symbols.items() if symbol.source is None}  # not read from data
+    unknown = sorted(set(sizes) - set(dims))
     if unknown:
-        declared = ", ".join(graph.symbols) or "none"
+        declared = ", ".join(dims) or "none"
         raise GraphInputError(
             f"{graph.file}: no symbolic dim named {', '.join(unknown)} (the graph declares: {declared})"
         )
     choices = []
-    for name, symbol in graph.symbols.items():
+    for name, symbol in dims.items():
         values = list(sizes.get(name, ()))
         if not values:
             if symbol.example is None:

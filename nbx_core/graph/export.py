@@ -11,7 +11,9 @@
   in-place op, functional op + ``copy_``), and the resulting calls go through the same walk, so
   sdpa stays sdpa when nbx-attention is installed. No whole-graph ``run_decompositions``;
 - ``operator.getitem`` selects a result; ``sym_size`` and arithmetic on SymInts become symbolic
-  expressions evaluated at run time; assertion ops are dropped;
+  expressions evaluated at run time; a size read from data (torch's unbacked symbols: a boolean
+  mask's count, ``nonzero``, ``item()``) becomes a symbol that the node's result binds when it runs;
+  assertion ops are dropped, but for ``torch._check`` relations on such sizes, which become guards;
 - ops with neither kernel nor decomposition are collected and reported together (ExportError).
 """
 
@@ -119,6 +121,13 @@ class _Exporter:
         # the checks torch.export adds on them are dropped.
         self.unexpressed: dict[fx.Node, ExportError] = {}
         self.symbols: dict[sympy.Symbol, str] = {}
+        # Sizes read from data (nonzero's count, item()): their ranges, and the graph.json symbol
+        # entries of those a kept node binds, in the order the nodes bind them.
+        self.unbacked_ranges: dict[sympy.Symbol, tuple[int, int | None]] = {}
+        self.data_symbols: dict[str, dict[str, Any]] = {}
+        self.unnamed: dict[sympy.Symbol, str] = {}
+        self.assertions: list[dict[str, Any]] = []  # torch._check relations on sizes read from data
+        self.shape_env: Any = None
         self.decompositions = _decompositions()
 
     # -- symbols -------------------------------------------------------------------------------------
@@ -131,19 +140,21 @@ class _Exporter:
             ),
             None,
         )
+        self.shape_env = shape_env
         debug = getattr(shape_env, "source_name_to_debug_name", {}) if shape_env is not None else {}
         table: dict[str, dict[str, int | None]] = {}
         for symbol, bounds in sorted(self.ep.range_constraints.items(), key=lambda kv: str(kv[0])):
+            # torch writes "no bound" as +-int_oo (not an Integer) or as a huge int
+            upper = int(bounds.upper) if bounds.upper.is_Integer and int(bounds.upper) <= LIMIT else None
+            lower = max(0, int(bounds.lower)) if bounds.lower.is_Integer else 0
             if symbol_is_type(symbol, (SymT.UNBACKED_INT, SymT.UNBACKED_FLOAT)):
-                continue  # a size read from data (item(), nonzero): no input dim binds it
+                self.unbacked_ranges[symbol] = (lower, upper)  # a size read from data: a node binds it
+                continue
             sources = shape_env.var_to_sources.get(symbol, []) if shape_env is not None else []
             name = next((debug[s.name] for s in sources if s.name in debug), str(symbol))
             if not name.isidentifier() or name in table:
                 name = str(symbol)
             self.symbols[symbol] = name
-            # torch writes "no bound" as +-int_oo (not an Integer) or as a huge int
-            upper = int(bounds.upper) if bounds.upper.is_Integer and int(bounds.upper) <= LIMIT else None
-            lower = max(0, int(bounds.lower)) if bounds.lower.is_Integer else 0
             example = _hints(shape_env).get(symbol)
             table[name] = {"min": lower, "max": upper, "example": None if example is None else int(example)}
         return table
@@ -156,10 +167,16 @@ class _Exporter:
             if e.is_Integer:
                 return str(int(e))
             if e.is_Symbol:
+                if e in self.unnamed:
+                    raise ExportError(
+                        f"{where}: symbol {e} is read from data: {self.unnamed[e]}, which NBX graphs cannot "
+                        "name (they name a dim of a node's result, or a scalar result)"
+                    )
                 if e not in self.symbols:
                     raise ExportError(
-                        f"{where}: symbol {e} is not bound by an input dim (a data-dependent "
-                        "size, e.g. from nonzero or item()): NBX graphs do not support those yet"
+                        f"{where}: symbol {e} is bound by neither an input dim nor the result of a node the "
+                        "graph keeps (a size read from data inside a decomposed op): install a kernel for that "
+                        "op, so that it stays one node"
                     )
                 return self.symbols[e]
             if isinstance(e, sympy.Add | sympy.Mul):
@@ -274,6 +291,8 @@ class _Exporter:
             )
         op_name = aliases.canonical(_op_name(node.target))
         if opnames.base_name(op_name) in aliases.DROPPED:
+            if op_name == "aten::_assert_scalar.default":
+                self._keep_assertion(node, where)
             return
         target = _overload(op_name) or node.target
         if self.can_run(op_name):
@@ -306,7 +325,67 @@ class _Exporter:
         else:
             outputs = [name]
             env[node] = ref(name)
+        self._bind_data_symbols(node, name, outputs, env, where)
         self.nodes.append({"name": name, "op": op_name, "args": args, "kwargs": kwargs, "outputs": outputs})
+
+    def _keep_assertion(self, node: fx.Node, where: str) -> None:
+        """A ``torch._check`` relating a size read from data to another size becomes a guard, checked
+        when the run has bound both; checks of one size against a number are its range already."""
+        cond = node.args[0] if node.args else None
+        val = cond.meta.get("val") if isinstance(cond, fx.Node) else None
+        expr = val.node.expr if isinstance(val, torch.SymBool) else None
+        op = _SYMPY_RELATIONS.get(type(expr))
+        if expr is None or op is None or not any(self.symbols.get(s) in self.data_symbols for s in expr.free_symbols):
+            return
+        if len(expr.free_symbols) == 1 and (expr.lhs.is_Number or expr.rhs.is_Number):
+            return
+        try:
+            left, right = self._expr(expr.lhs, where), self._expr(expr.rhs, where)
+        except ExportError:
+            return  # a size the graph cannot name: the check is dropped, as torch.export's others are
+        self.assertions.append({"left": left, "op": op, "right": right})
+
+    def _bind_data_symbols(
+        self, node: fx.Node, name: str, outputs: list[str | None], env: dict[fx.Node, Any], where: str
+    ) -> None:
+        """Declare the sizes ``node`` reads from data (torch's unbacked symbols: nonzero's count, an
+        ``item()``) as symbols its results bind at run time."""
+        from torch.fx.experimental.symbolic_shapes import resolve_unbacked_bindings
+        from torch.utils._pytree import SequenceKey
+
+        bindings = resolve_unbacked_bindings(self.shape_env, node.meta.get("unbacked_bindings")) or {}
+        val = node.meta.get("val")
+        for symbol, path in bindings.items():
+            if not symbol_is_type(symbol, SymT.UNBACKED_INT):
+                continue  # a float read from data is no size
+            keys = list(path)
+            index = 0
+            if isinstance(val, list | tuple) and keys and isinstance(keys[0], SequenceKey):
+                index = keys[0].idx
+                keys = keys[1:]
+            dim = None
+            if len(keys) == 2 and getattr(keys[0], "name", None) == "size" and isinstance(keys[1], SequenceKey):
+                dim = keys[1].idx
+            elif keys or isinstance(val, list | tuple):
+                # A view's data-dependent stride or offset: the kernel computes it; only a later use fails.
+                self.unnamed[symbol] = f"{where} binds it at {path}"
+                continue
+            value = outputs[index]
+            if value is None:  # a result no node reads still names the size it binds
+                value = outputs[index] = f"{name}.{index}"
+                env[node][index] = ref(value)
+            lower, upper = self.unbacked_ranges.get(symbol, (0, None))
+            taken = set(self.symbols.values())
+            label = str(symbol)
+            while label in taken:
+                label += "_"
+            self.symbols[symbol] = label
+            self.data_symbols[label] = {
+                "min": lower,
+                "max": upper,
+                "example": None,
+                "from": {"value": value, "dim": dim},
+            }
 
     def _decompose(self, node: fx.Node, target: torch._ops.OpOverload, depth: int) -> fx.GraphModule | None:
         """``node`` alone, traced into smaller ATen calls; None when torch has no way to do that."""
@@ -432,6 +511,14 @@ class _Exporter:
             else:
                 raise ExportError(f"{where}: {spec.kind.name} outputs are not supported (export in eval mode)")
         guards, unchecked = _guards(getattr(ep, "_guards_code", None) or [], {s["name"]: s["shape"] for s in inputs})
+        # A size read from data that no kept op uses leaves the graph plannable: it is not declared,
+        # nor the checks on it.
+        used = _symbols_used(self.nodes, [o["shape"] for o in outputs])
+        data_symbols = {name: spec for name, spec in self.data_symbols.items() if name in used}
+        for a in self.assertions:
+            sides = _symbols_used([], [[a["left"], a["right"]]])
+            if a not in guards and not (sides & self.data_symbols.keys()) - data_symbols.keys():
+                guards.append(a)
         if unchecked:
             warnings.warn(
                 "torch.export recorded conditions on the inputs that an NBX graph cannot state, so runs will not "
@@ -442,7 +529,7 @@ class _Exporter:
             "format": FORMAT,
             "version": VERSION,
             "producer": {"name": "nbx_core.graph.export", "nbx": __version__, "torch": torch.__version__},
-            "symbols": symbols,
+            "symbols": symbols | data_symbols,
             "inputs": inputs,
             # Where every non-tensor argument has a JSON value, the graph can be called as the module was.
             **({"constant_inputs": constants} if constants and all(_plain(c["value"]) for c in constants) else {}),
@@ -453,6 +540,27 @@ class _Exporter:
             **({"guards": guards} if guards else {}),
         }
         return document, arrays
+
+
+def _symbols_in(value: Any) -> set[str]:
+    """The symbol names in the ``{"sym": ...}`` arguments within ``value`` (lists and kwargs too)."""
+    from .symbolic import parse
+
+    if isinstance(value, dict):
+        if set(value) == {"sym"}:
+            return set(parse(value["sym"], "export").symbols)
+        return set().union(*map(_symbols_in, value.values()))
+    if isinstance(value, list):
+        return set().union(*map(_symbols_in, value))
+    return set()
+
+
+def _symbols_used(nodes: Iterable[Mapping[str, Any]], shapes: Iterable[Iterable[Any]]) -> set[str]:
+    """The symbols the nodes' arguments and these shapes (ints and expression strings) use."""
+    from .symbolic import parse
+
+    used = set().union(*(_symbols_in([node["args"], node["kwargs"]]) for node in nodes))
+    return used.union(*(parse(d, "export").symbols for shape in shapes for d in shape if isinstance(d, str)))
 
 
 class _Unstated(Exception):
@@ -546,6 +654,15 @@ def _plain(value: Any) -> bool:
         return bool(np.isfinite(value))
     return value is None or isinstance(value, bool | int | str)
 
+
+_SYMPY_RELATIONS = {
+    sympy.Eq: "==",
+    sympy.Ne: "!=",
+    sympy.Lt: "<",
+    sympy.Le: "<=",
+    sympy.Gt: ">",
+    sympy.Ge: ">=",
+}
 
 _SYM_OPS = {
     torch.ops.aten.sym_size.int,

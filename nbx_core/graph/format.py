@@ -92,12 +92,18 @@ def scalar(value: bool | int | float | complex) -> Any:
 
 @dataclass(frozen=True)
 class SymbolSpec:
-    """A symbolic dim: its inclusive range (None: unbounded) and the size the export traced with."""
+    """A symbolic dim: its inclusive range (None: unbounded) and the size the export traced with.
+
+    An input dim binds it, or, for a size read from data (nonzero's count, an ``item()``), a node's
+    result: ``source`` names that value and ``dim`` its dim (None: the value itself, a scalar).
+    """
 
     name: str
     min: int
     max: int | None
     example: int | None
+    source: str | None = None
+    dim: int | None = None
 
 
 @dataclass(frozen=True)
@@ -194,8 +200,9 @@ RELATIONS: dict[str, Callable[[int, int], bool]] = {
 
 @dataclass(frozen=True)
 class Guard:
-    """A condition on the input dims that torch.export recorded (``left op right``): the graph is
-    valid only for dims that meet it, and a run on others is refused."""
+    """A condition on sizes that torch.export recorded (``left op right``): the graph is valid only
+    where it holds, and a run that breaks it is refused. Over input dims, it is checked when the
+    inputs are bound; over a size read from data (a ``torch._check`` on it), when that is bound."""
 
     left: Expr
     op: str

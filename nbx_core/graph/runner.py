@@ -45,7 +45,7 @@ from .aliases import VIEW_OPS, is_in_place, writes_in_place
 from .capture import CapturedProgram, capture
 from .copies import drop_attention_copies
 from .fold import fold_batch_norms
-from .format import DeviceArg, Graph, Node, Ref, Sym, TensorSpec
+from .format import DeviceArg, Graph, Guard, Node, Ref, Sym, SymbolSpec, TensorSpec
 from .layout import channels_last_convolutions
 from .rewrite import Fusion, rewrite
 from .siblings import merge_sibling_linears
@@ -207,6 +207,8 @@ class Program:
             self._view_or_copy = _view_or_copy(self._kernels[VIEW], self._registry)
         self._frees = plan_frees(graph)
         self._producers = {name: node for node in graph.nodes for name in node.outputs if name is not None}
+        self._binders = data_symbol_binders(graph, self._producers)
+        self._input_guards, self._data_guards = split_guards(graph, self._producers)
         self._buffers = {key: self._to_device(from_numpy(array)) for key, array in weights.items()}
         # Runs of a graph that updates its buffers are serialised; other runs share nothing they write.
         stateful = any(m.kind == "buffer" for m in graph.mutations)
@@ -319,7 +321,7 @@ class Program:
             self._bind(spec, tensor, dims, f"input {spec.name!r}")
         for spec in self.graph.inputs:
             self._check_exprs(spec, env[spec.name], dims, f"input {spec.name!r}", GraphInputError)
-        for guard in self.graph.guards:
+        for guard in self._input_guards:
             if not guard.holds(dims):
                 bound = ", ".join(f"{s}={dims[s]}" for s in sorted(guard.left.symbols | guard.right.symbols))
                 raise GraphInputError(
@@ -357,6 +359,9 @@ class Program:
         from .plan import Plan, Unplanned, draws_random
         if any(m.kind == "buffer" for m in self.graph.mutations):
             return self._run_nodes(inputs, dims), Unplanned("the graph updates its buffers at every run")
+        if self._binders:
+            read = ", ".join(f"{s.name} from {s.source!r}" for specs in self._binders.values() for s in specs)
+            return self._run_nodes(inputs, dims), Unplanned(f"the graph reads sizes from tensor values ({read})")
         random = sorted({node.op for node in self.graph.nodes if draws_random(node.op)})
         if random:
             return self._run_nodes(inputs, dims), Unplanned(f"the graph draws random numbers ({', '.join(random)})")
@@ -428,6 +433,9 @@ class Program:
                 if recorder is not None:
                     recorder.where = node.index
                 self._execute(node, env, dims)
+                for name in node.outputs:
+                    if name in self._binders:
+                        self._bind_data_symbols(node, env[name], self._binders[name], dims)
                 if recorder is not None:
                     recorder.check_results([env[n] for n in node.outputs if n is not None], node.where(self.graph.file))
                 for name in frees:
@@ -529,6 +537,33 @@ class Program:
                                       "re-export with a wider torch.export.Dim range")
             dims[name], dims.origin[name] = got, here
 
+    def _bind_data_symbols(self, node: Node, value: Any, specs: Sequence[SymbolSpec], dims: _Dims) -> None:
+        """Bind the sizes ``node``'s result ``value`` gives (a dim of it, or the scalar itself)."""
+        where = node.where(self.graph.file)
+        for spec in specs:
+            if spec.dim is None:
+                if isinstance(value, bool) or not isinstance(value, int):
+                    raise GraphError(f"{where}: its result binds {spec.name} but is a {type(value).__name__}, not "
+                                     "an int; the kernel of that op disagrees with torch: report it to its plugin")
+                got = value
+            else:
+                if not isinstance(value, NBXTensor) or spec.dim >= value.ndim:
+                    raise GraphError(f"{where}: its result binds {spec.name} as dim {spec.dim}, but it has no such "
+                                     "dim; re-export the graph")
+                got = value.shape[spec.dim]
+            if got < spec.min or (spec.max is not None and got > spec.max):
+                bound = f"{spec.min}..{'' if spec.max is None else spec.max}"
+                raise GraphInputError(f"{where}: the size it reads from data, {spec.name} = {got}, is outside the "
+                                      f"range {bound} the model states (torch._check); these inputs break it")
+            dims[spec.name], dims.origin[spec.name] = got, f"{where} (read from data)"
+            for guard in self._data_guards.get(spec.name, ()):
+                if not guard.holds(dims):
+                    bound = ", ".join(f"{s}={dims[s]}" for s in sorted(guard.left.symbols | guard.right.symbols))
+                    raise GraphInputError(
+                        f"{where}: the size it reads from data breaks a condition the model states on it "
+                        f"(torch._check), {guard.text} ({bound}); these inputs break it"
+                    )
+
     def _check_exprs(self, spec: TensorSpec, tensor: NBXTensor, dims: Mapping[str, int], what: str,
                      cls: type[GraphError]) -> None:
         for axis, want in enumerate(spec.shape):
@@ -553,6 +588,34 @@ class Program:
             raise GraphError(f"{where}: the kernel produced {value.dtype} {list(value.shape)}, the graph declares "
                              f"{spec.dtype} {want}; the kernel of that op disagrees with torch: report it to its "
                              "plugin")
+
+
+def data_symbol_binders(graph: Graph, producers: Mapping[str, Node]) -> dict[str, list[SymbolSpec]]:
+    """Value name -> the symbols it binds when its node runs (sizes read from data)."""
+    binders: dict[str, list[SymbolSpec]] = {}
+    for spec in graph.symbols.values():
+        if spec.source is None:
+            continue
+        if spec.source not in producers:
+            raise GraphError(f"{graph.file}: symbol {spec.name!r} is bound by {spec.source!r}, which no node of the "
+                             "program returns (a rewrite removed it): load with fusion=False and report it")
+        binders.setdefault(spec.source, []).append(spec)
+    return binders
+
+
+def split_guards(graph: Graph, producers: Mapping[str, Node]) -> tuple[list[Guard], dict[str, list[Guard]]]:
+    """The guards over input dims (checked when the inputs are bound), and those over sizes read
+    from data, keyed by the symbol bound last (by the latest node) of each: checked once it is."""
+    on_inputs: list[Guard] = []
+    on_data: dict[str, list[Guard]] = {}
+    for guard in graph.guards:
+        data = [graph.symbols[s] for s in guard.left.symbols | guard.right.symbols if graph.symbols[s].source]
+        if not data:
+            on_inputs.append(guard)
+            continue
+        last = max(data, key=lambda s: producers[s.source].index)  # type: ignore[index]
+        on_data.setdefault(last.name, []).append(guard)
+    return on_inputs, on_data
 
 
 def _pattern_counts(fusions: Sequence[Fusion]) -> dict[str, int]:

@@ -184,6 +184,15 @@ class _Decoder:
             unknown = sorted(expr.symbols - self.symbols.keys())
             if unknown:
                 raise _fail(GraphFormatError, where, f"symbolic int {_show(body)} uses undeclared symbols {unknown}")
+            for name in sorted(expr.symbols):
+                source = self.symbols[name].source
+                if source is not None and not self.defined.get(source, "").startswith("an output of node"):
+                    raise _fail(
+                        GraphReferenceError,
+                        where,
+                        f"symbolic int {_show(body)} uses {name}, which the result {source!r} binds: no earlier "
+                        "node returns that result; nodes must be in execution order",
+                    )
             return Sym(expr)
         if tag == "dtype":
             return D.from_name(_dtype(body, where))
@@ -226,7 +235,7 @@ def _define(defined: dict[str, str], name: Any, what: str, where: str) -> str:
 
 def _symbols(raw: Any, file: Path) -> dict[str, SymbolSpec]:
     if not isinstance(raw, dict):
-        raise _fail(GraphFormatError, f"{file}: symbols", "must be an object of name -> {min, max, example}")
+        raise _fail(GraphFormatError, f"{file}: symbols", "must be an object of name -> {min, max, example[, from]}")
     symbols = {}
     for name, spec in raw.items():
         where = f"{file}: symbol {_show(name)}"
@@ -241,7 +250,21 @@ def _symbols(raw: Any, file: Path) -> dict[str, SymbolSpec]:
         low = bounds["min"] or 0
         if bounds["max"] is not None and bounds["max"] < low:
             raise _fail(GraphFormatError, where, f"max {bounds['max']} is below min {low}")
-        symbols[name] = SymbolSpec(name, low, bounds["max"], bounds["example"])
+        source, dim = None, None
+        if "from" in spec:
+            origin = spec["from"]
+            if (
+                not isinstance(origin, dict)
+                or not isinstance(origin.get("value"), str)
+                or not (origin.get("dim") is None or _size(origin["dim"]))
+            ):
+                raise _fail(
+                    GraphFormatError,
+                    where,
+                    f'"from" must be {{"value": a node result\'s name, "dim": a dim or null}}, got {_show(origin)}',
+                )
+            source, dim = origin["value"], origin.get("dim")
+        symbols[name] = SymbolSpec(name, low, bounds["max"], bounds["example"], source, dim)
     return symbols
 
 
@@ -318,6 +341,7 @@ def parse_document(doc: Any, path: Path) -> Graph:
     inputs = []
     for name, dtype, shape in _tensor_specs(_get(doc, "inputs", list, str(file)), "inputs", file, symbols):
         inputs.append(TensorSpec(_define(defined, name, "an input", f"{file}: input {name!r}"), dtype, shape))
+        _no_data_symbols(shape, symbols, f"{file}: input {name!r}", "an input's dims")
     weights = []
     for i, spec in enumerate(_get(doc, "weights", list, str(file))):
         where = f"{file}: weights[{i}]"
@@ -385,10 +409,31 @@ def parse_document(doc: Any, path: Path) -> Graph:
         if target not in (buffers if kind == "buffer" else input_names):
             raise _fail(GraphReferenceError, where, f"target {target!r} is not a {kind.replace('_', ' ')} of the graph")
         mutations.append(Mutation(value, kind, target))
+    for symbol in symbols.values():
+        if symbol.source is not None and not defined.get(symbol.source, "").startswith("an output of node"):
+            raise _fail(
+                GraphReferenceError,
+                f"{file}: symbol {symbol.name!r}",
+                f"is bound by {symbol.source!r}, which no node returns (it is "
+                f"{defined.get(symbol.source, 'not defined')}); name a node's result",
+            )
     constants = _constant_inputs(doc, file, input_names)
     guards = _guards(doc, file, symbols)
     parts = (tuple(inputs), tuple(weights), tuple(nodes), tuple(outputs), tuple(mutations))
     return Graph(path, symbols, *parts, doc, constants, guards)
+
+
+def _no_data_symbols(shape: Any, symbols: Mapping[str, SymbolSpec], where: str, what: str) -> None:
+    """Refuse symbols a node's result binds where only the inputs bind sizes (before any node runs)."""
+    for dim in shape:
+        for name in sorted(dim.symbols if isinstance(dim, symbolic.Expr) else ()):
+            if symbols[name].source is not None:
+                raise _fail(
+                    GraphFormatError,
+                    where,
+                    f"uses {name}, a size read from data by {symbols[name].source!r}: {what} can use only the "
+                    "symbols input dims bind",
+                )
 
 
 def _guards(doc: Mapping[str, Any], file: Path, symbols: Mapping[str, SymbolSpec]) -> tuple[Guard, ...]:

@@ -179,8 +179,7 @@ def test_export_emits_no_future_warning(tmp_path):
         export_module(
             nn.ReLU(), (torch.randn(3, 4),), tmp_path / "r.nbx", ({0: torch.export.Dim("n", max=9)},), registry=registry
         )
-        with pytest.raises(ExportError):
-            export_module(Nonzero(), (torch.randn(3, 4),), tmp_path / "z.nbx", registry=registry)
+        export_module(Nonzero(), (torch.randn(3, 4),), tmp_path / "z.nbx", registry=registry)
     ours = [
         f"{w.filename}:{w.lineno}: {w.message}"
         for w in caught
@@ -236,11 +235,28 @@ class DataSized(nn.Module):
         return x[:k] * 2
 
 
-def test_a_size_read_from_data_is_refused_where_an_op_uses_it(tmp_path):
+def test_a_check_relating_a_size_read_from_data_to_an_input_dim_holds_at_every_run(tmp_path):
     n = torch.export.Dim("n", min=2, max=16)
     ep = torch.export.export(DataSized(), (torch.randn(6, 3), torch.tensor(4)), dynamic_shapes=({0: n}, None))
-    with pytest.raises(ExportError, match=r"symbol u\d+ is not bound by an input dim \(a data-dependent size"):
-        export(ep, tmp_path / "d.nbx", torch_registry())
+    path = export(ep, tmp_path / "d.nbx", torch_registry())
+    graph = read_graph(path)
+    (data,) = [s for s in graph.symbols.values() if s.source is not None]
+    assert data.min == 1  # torch._check(k >= 1) is the size's range; k <= x.shape[0] a guard checked on it
+    assert [(g.left.text, g.op, g.right.text) for g in graph.guards] == [(data.name, "<=", "n")]
+    if not numeric():
+        return
+    prog = load(path)
+    for rows, k in ((6, 4), (9, 9), (3, 1)):
+        x = torch.randn(rows, 3)
+        np.testing.assert_allclose(prog(x, torch.tensor(k)).numpy(), (x[:k] * 2).numpy())
+    with pytest.raises(
+        GraphInputError,
+        match=rf"breaks a condition the model states on it \(torch._check\), "
+        rf"{data.name} <= n \(n=6, {data.name}=7\)",
+    ):
+        prog(torch.randn(6, 3), torch.tensor(7))
+    with pytest.raises(GraphInputError, match=rf"{data.name} = 0, is outside the range 1\.\."):
+        prog(torch.randn(6, 3), torch.tensor(0))
 
 
 class CachedTable(nn.Module):

@@ -149,6 +149,34 @@ MALFORMED = {
         GraphFormatError,
         r"constant_inputs\[0\]: value \[1\] must be null, a boolean, a number or a string",
     ),
+    "data_symbol_origin_malformed": (
+        lambda d: d["symbols"].update(k={"min": 0, "from": {"value": 3}}),
+        GraphFormatError,
+        r"symbol 'k': \"from\" must be \{\"value\": a node result's name, \"dim\": a dim or null\}",
+    ),
+    "data_symbol_from_an_input": (
+        lambda d: d["symbols"].update(k={"from": {"value": "x", "dim": 0}}),
+        GraphReferenceError,
+        r"symbol 'k': is bound by 'x', which no node returns \(it is an input\)",
+    ),
+    "data_symbol_from_nowhere": (
+        lambda d: d["symbols"].update(k={"from": {"value": "ghost", "dim": None}}),
+        GraphReferenceError,
+        r"symbol 'k': is bound by 'ghost', which no node returns \(it is not defined\)",
+    ),
+    "data_symbol_in_an_input": (
+        lambda d: (d["symbols"].update(k={"from": {"value": "relu", "dim": 0}}), d["inputs"][0].update(shape=["k", 4])),
+        GraphFormatError,
+        r"input 'x': uses k, a size read from data by 'relu': an input's dims can use only the symbols input dims",
+    ),
+    "data_symbol_before_its_node": (
+        lambda d: (
+            d["symbols"].update(k={"from": {"value": "relu", "dim": 0}}),
+            d["nodes"][0]["args"].append({"sym": "k"}),
+        ),
+        GraphReferenceError,
+        r"node 0 'mul'.*uses k, which the result 'relu' binds: no earlier node returns that result",
+    ),
     "bad_symbolic_expression": (
         lambda d: d["nodes"][0]["args"].append({"sym": "__import__('os')"}),
         GraphFormatError,
