@@ -37,7 +37,7 @@ def _check_to(torch_fn, t: torch.Tensor, *args, **kwargs) -> None:
     got = run_op("aten::to", src, *args, **kwargs)
     assert (got is src) == (want is t), f"aliasing differs from torch for {args} {kwargs}"
     assert tuple(got.stride()) == tuple(want.stride())
-    assert_close(got, want)
+    assert_close(got, want.cpu())
 
 
 @pytest.mark.parametrize("layout", list(_inputs()))
@@ -112,7 +112,8 @@ def test_every_overload_of_to():
             torch.bfloat16: 15,
         }[dtype]
         assert aten.to.prim_dtype(x, code).dtype == dtype
-        _check_to(aten.to.prim_dtype, x, code)
+        # |x|: a negative float cast to uint8 is undefined in C++, and torch's CPU and CUDA kernels differ
+        _check_to(aten.to.prim_dtype, x.abs(), code)
     _check_to(aten.to.prim_Device, x, DEV, 5)
     _check_to(aten.to.prim_Device, x, None, 6, False, True)
 
