@@ -375,11 +375,17 @@ class _Exporter:
                 value = outputs[index] = f"{name}.{index}"
                 env[node][index] = ref(value)
             lower, upper = self.unbacked_ranges.get(symbol, (0, None))
-            taken = set(self.symbols.values())
+            taken = set(self.symbols.values()) | self.data_symbols.keys()
             label = str(symbol)
             while label in taken:
                 label += "_"
-            self.symbols[symbol] = label
+            # A size torch proved equal to one an earlier node bound (torch._check(a == b)) is bound
+            # again under its own name, with a guard that the two agree.
+            earlier = self.symbols.get(symbol)
+            if earlier in self.data_symbols:
+                self.assertions.append({"left": label, "op": "==", "right": earlier})
+            else:
+                self.symbols[symbol] = label
             self.data_symbols[label] = {
                 "min": lower,
                 "max": upper,
@@ -514,11 +520,12 @@ class _Exporter:
         # A size read from data that no kept op uses leaves the graph plannable: it is not declared,
         # nor the checks on it.
         used = _symbols_used(self.nodes, [o["shape"] for o in outputs])
-        data_symbols = {name: spec for name, spec in self.data_symbols.items() if name in used}
-        for a in self.assertions:
+        for a in self.assertions:  # a check on a used size keeps the sizes it compares it with
             sides = _symbols_used([], [[a["left"], a["right"]]])
-            if a not in guards and not (sides & self.data_symbols.keys()) - data_symbols.keys():
+            if sides & used & self.data_symbols.keys() and a not in guards:
                 guards.append(a)
+                used |= sides
+        data_symbols = {name: spec for name, spec in self.data_symbols.items() if name in used}
         if unchecked:
             warnings.warn(
                 "torch.export recorded conditions on the inputs that an NBX graph cannot state, so runs will not "

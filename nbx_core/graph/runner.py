@@ -208,6 +208,7 @@ class Program:
         self._frees = plan_frees(graph)
         self._producers = {name: node for node in graph.nodes for name in node.outputs if name is not None}
         self._binders = data_symbol_binders(graph, self._producers)
+        self._binding_nodes = {self._producers[name].index for name in self._binders}
         self._input_guards, self._data_guards = split_guards(graph, self._producers)
         self._buffers = {key: self._to_device(from_numpy(array)) for key, array in weights.items()}
         # Runs of a graph that updates its buffers are serialised; other runs share nothing they write.
@@ -433,9 +434,8 @@ class Program:
                 if recorder is not None:
                     recorder.where = node.index
                 self._execute(node, env, dims)
-                for name in node.outputs:
-                    if name in self._binders:
-                        self._bind_data_symbols(node, env[name], self._binders[name], dims)
+                if node.index in self._binding_nodes:
+                    self._bind_data_symbols(node, env, dims)
                 if recorder is not None:
                     recorder.check_results([env[n] for n in node.outputs if n is not None], node.where(self.graph.file))
                 for name in frees:
@@ -537,32 +537,26 @@ class Program:
                                       "re-export with a wider torch.export.Dim range")
             dims[name], dims.origin[name] = got, here
 
-    def _bind_data_symbols(self, node: Node, value: Any, specs: Sequence[SymbolSpec], dims: _Dims) -> None:
-        """Bind the sizes ``node``'s result ``value`` gives (a dim of it, or the scalar itself)."""
+    def _bind_data_symbols(self, node: Node, env: Mapping[str, Any], dims: _Dims) -> None:
+        """Bind the sizes ``node``'s results give, then check the guards whose last size it binds."""
         where = node.where(self.graph.file)
-        for spec in specs:
-            if spec.dim is None:
-                if isinstance(value, bool) or not isinstance(value, int):
-                    raise GraphError(f"{where}: its result binds {spec.name} but is a {type(value).__name__}, not "
-                                     "an int; the kernel of that op disagrees with torch: report it to its plugin")
-                got = value
-            else:
-                if not isinstance(value, NBXTensor) or spec.dim >= value.ndim:
-                    raise GraphError(f"{where}: its result binds {spec.name} as dim {spec.dim}, but it has no such "
-                                     "dim; re-export the graph")
-                got = value.shape[spec.dim]
-            if got < spec.min or (spec.max is not None and got > spec.max):
-                bound = f"{spec.min}..{'' if spec.max is None else spec.max}"
-                raise GraphInputError(f"{where}: the size it reads from data, {spec.name} = {got}, is outside the "
-                                      f"range {bound} the model states (torch._check); these inputs break it")
-            dims[spec.name], dims.origin[spec.name] = got, f"{where} (read from data)"
-            for guard in self._data_guards.get(spec.name, ()):
-                if not guard.holds(dims):
-                    bound = ", ".join(f"{s}={dims[s]}" for s in sorted(guard.left.symbols | guard.right.symbols))
-                    raise GraphInputError(
-                        f"{where}: the size it reads from data breaks a condition the model states on it "
-                        f"(torch._check), {guard.text} ({bound}); these inputs break it"
-                    )
+        for name in node.outputs:
+            if name is None:
+                continue
+            for spec in self._binders.get(name, ()):
+                got = _data_size(where, spec, env[name])
+                if got < spec.min or (spec.max is not None and got > spec.max):
+                    bound = f"{spec.min}..{'' if spec.max is None else spec.max}"
+                    raise GraphInputError(f"{where}: the size it reads from data, {spec.name} = {got}, is outside "
+                                          f"the range {bound} the model states (torch._check); these inputs break it")
+                dims[spec.name], dims.origin[spec.name] = got, f"{where} (read from data)"
+        for guard in self._data_guards.get(node.index, ()):
+            if not guard.holds(dims):
+                bound = ", ".join(f"{s}={dims[s]}" for s in sorted(guard.left.symbols | guard.right.symbols))
+                raise GraphInputError(
+                    f"{where}: the size it reads from data breaks a condition the model states on it "
+                    f"(torch._check), {guard.text} ({bound}); these inputs break it"
+                )
 
     def _check_exprs(self, spec: TensorSpec, tensor: NBXTensor, dims: Mapping[str, int], what: str,
                      cls: type[GraphError]) -> None:
@@ -603,18 +597,32 @@ def data_symbol_binders(graph: Graph, producers: Mapping[str, Node]) -> dict[str
     return binders
 
 
-def split_guards(graph: Graph, producers: Mapping[str, Node]) -> tuple[list[Guard], dict[str, list[Guard]]]:
-    """The guards over input dims (checked when the inputs are bound), and those over sizes read
-    from data, keyed by the symbol bound last (by the latest node) of each: checked once it is."""
+def _data_size(where: str, spec: SymbolSpec, value: Any) -> int:
+    """The size ``spec`` reads from a node's result: a dim of it, or the result itself (a scalar)."""
+    if spec.dim is None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise GraphError(f"{where}: its result binds {spec.name} but is a {type(value).__name__}, not an int; "
+                             "the kernel of that op disagrees with torch: report it to its plugin")
+        return value
+    if not isinstance(value, NBXTensor) or spec.dim >= value.ndim:
+        raise GraphError(f"{where}: its result binds {spec.name} as dim {spec.dim}, but it has no such dim; "
+                         "re-export the graph")
+    return value.shape[spec.dim]
+
+
+def split_guards(graph: Graph, producers: Mapping[str, Node]) -> tuple[list[Guard], dict[int, list[Guard]]]:
+    """The guards over input dims only (checked when the inputs are bound), and those over sizes
+    read from data, keyed by the index of the last node that binds one of their sizes: checked
+    once it has run."""
     on_inputs: list[Guard] = []
-    on_data: dict[str, list[Guard]] = {}
+    on_data: dict[int, list[Guard]] = {}
     for guard in graph.guards:
-        data = [graph.symbols[s] for s in guard.left.symbols | guard.right.symbols if graph.symbols[s].source]
-        if not data:
+        sources = [graph.symbols[s].source for s in guard.left.symbols | guard.right.symbols]
+        nodes = [producers[source].index for source in sources if source is not None]
+        if nodes:
+            on_data.setdefault(max(nodes), []).append(guard)
+        else:
             on_inputs.append(guard)
-            continue
-        last = max(data, key=lambda s: producers[s.source].index)  # type: ignore[index]
-        on_data.setdefault(last.name, []).append(guard)
     return on_inputs, on_data
 
 

@@ -82,3 +82,24 @@ def test_bundle_signatures_vary_input_dims_only(selects):
     data = next(iter(graph.symbols))
     with pytest.raises(GraphInputError, match=rf"no symbolic dim named {data} \(the graph declares: none\)"):
         signatures(graph, {data: [3]})
+
+
+class _Pairs(nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        a, b = x[x > 0], y[y > 0]
+        torch._check(a.shape[0] == b.shape[0])  # a guard over two sizes read from data
+        return a * b
+
+
+def test_a_check_between_two_sizes_read_from_data_is_a_guard_checked_once_both_are_bound(tmp_path):
+    x, y = torch.tensor([1.0, -2.0, 3.0, 4.0]), torch.tensor([-1.0, 5.0, 6.0, 7.0])
+    path = export_module(_Pairs(), (x, y), tmp_path / "pairs.nbx")
+    graph = read_graph(path)
+    names = sorted(s.name for s in graph.symbols.values() if s.source is not None)
+    assert len(names) == 2 and [sorted((g.left.text, g.right.text)) for g in graph.guards] == [names]
+    if not numeric():
+        return
+    prog = load(path)
+    assert_close(prog(x, y), _Pairs()(x, y))
+    with pytest.raises(GraphInputError, match=r"breaks a condition the model states on it \(torch._check\)"):
+        prog(x, torch.tensor([-1.0, 5.0, 6.0, -7.0]))
