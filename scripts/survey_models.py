@@ -864,6 +864,26 @@ def _patchtst() -> Case:
     return Case(PastValues(model, "prediction_outputs"), {"past_values": torch.randn(BATCH, 32, 3)})
 
 
+class PixelsAndNoise(Attr):
+    def forward(self, pixel_values: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        return super().forward(pixel_values=pixel_values, noise=noise)
+
+
+def _vit_mae() -> Case:
+    """ViT-MAE keeps a random half of the patches: the noise that ranks them is an input, so that
+    NBX and torch keep the same ones (argsort, then gather)."""
+    T = _transformers()
+    model = T.ViTMAEModel(T.ViTMAEConfig(**_VIT, mask_ratio=0.5))
+    patches = (32 // 8) ** 2
+    batch = Dim("batch", min=1, max=8)
+    return Case(
+        PixelsAndNoise(model),
+        {"pixel_values": torch.randn(BATCH, 3, 32, 32), "noise": torch.rand(BATCH, patches)},
+        {"pixel_values": {0: batch}, "noise": {0: batch}},
+        {"pixel_values": torch.randn(BATCH + 1, 3, 32, 32), "noise": torch.rand(BATCH + 1, patches)},
+    )
+
+
 def _detr() -> Case:
     T = _transformers()
     backbone = T.ResNetConfig(out_features=["stage2"], **_RESNET)
@@ -1050,6 +1070,7 @@ VISION: dict[str, Callable[[], Case]] = {
     "vivit": partial(_video, "VivitModel", "VivitConfig", tubelet_size=[2, 8, 8]),
     "videomae": partial(_video, "VideoMAEModel", "VideoMAEConfig", tubelet_size=2, patch_size=8),
     "patchtst": _patchtst,
+    "vit_mae": _vit_mae,
 }
 for _name, _build in VISION.items():
     register(_name, "vision")(_build)
