@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from nbx_core.testing import check_op, check_raises, layouts, make
+from nbx_core.testing import assert_close, check_op, check_raises, from_torch, layouts, make, numeric, run_op
 
 FLOATS = ("float32", "float16", "bfloat16")
 SPECIAL = torch.tensor(
@@ -99,6 +99,17 @@ def test_where():
     check_op("aten::where", c, make((3, 4), "bool"), make((3, 4), "bool"))
     check_raises("aten::where", make((3, 4), "float32"), a, b, match="condition has dtype float32, expected bool")
     check_raises("aten::where", c, a, make((5,)), match="broadcast")
+
+
+@pytest.mark.skipif(not numeric(), reason="the indices' count is read back from the device")
+def test_where_with_the_condition_alone_gives_its_indices():
+    # torch.where(c) is where.default: nonzero(c).unbind(1), one index tensor per dim.
+    for c in (make((3, 4), "bool"), make((2, 3, 5), "float32").gt(0.5), make((6,), "int32"), make((0, 3), "bool")):
+        got, want = run_op("aten::where", from_torch(c)), torch.where(c)
+        assert len(got) == len(want)
+        for g, w in zip(got, want, strict=True):
+            assert_close(g, w)
+    check_raises("aten::where", make((3, 4), "bool"), make((3, 4)), match="give both self and other, or neither")
 
 
 def test_masked_fill():

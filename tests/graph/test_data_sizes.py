@@ -103,3 +103,21 @@ def test_a_check_between_two_sizes_read_from_data_is_a_guard_checked_once_both_a
     assert_close(prog(x, y), _Pairs()(x, y))
     with pytest.raises(GraphInputError, match=r"breaks a condition the model states on it \(torch._check\)"):
         prog(x, torch.tensor([-1.0, 5.0, 6.0, -7.0]))
+
+
+class _Indices(nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        return torch.where(x > 0)  # aten::where.default: one index tensor per dim, their length read from data
+
+
+def test_where_with_a_condition_alone_returns_the_indices_per_dim(tmp_path):
+    path = export_module(_Indices(), (torch.randn(4, 5),), tmp_path / "indices.nbx")
+    (size,) = read_graph(path).symbols.values()
+    assert (size.source, size.dim) == ("where.0", 0)
+    if not numeric():
+        return
+    prog = load(path)
+    for seed in (1, 2):
+        x = torch.randn(4, 5, generator=torch.Generator().manual_seed(seed))
+        for got, want in zip(prog(x), _Indices()(x), strict=True):
+            assert_close(got, want)

@@ -1,4 +1,4 @@
-"""Conformance of gather, index_select, scatter*, index_add, masked_scatter and embedding(_bag)."""
+"""Conformance of gather, index_select, scatter*, index_add, masked_scatter, masked_select and embedding(_bag)."""
 
 import warnings
 
@@ -134,6 +134,21 @@ def test_index_add_errors():
     x = make((4, 5))
     check_raises("aten::index_add", x, 1, torch.tensor([5]), make((4, 1)), match="out of bounds")
     check_raises("aten::index_add", x, 1, torch.tensor([0]), make((4, 2)), match="shape")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_masked_select(dtype):
+    x = make((3, 4), dtype)
+    m = make((3, 4), "bool", seed=1)
+    for _, t in layouts(x):
+        check_op("aten::masked_select", t, m)
+    check_op("aten::masked_select", x, m[0])  # the mask broadcast over self's rows
+    check_op("aten::masked_select", x[0], m)  # self broadcast over the mask's rows
+    check_op("aten::masked_select", make((), dtype), torch.tensor(True))
+    check_op("aten::masked_select", x, torch.zeros((3, 4), dtype=torch.bool))  # nothing selected
+    check_op("aten::masked_select", make((0, 4), dtype), torch.zeros((0, 4), dtype=torch.bool))
+    check_raises("aten::masked_select", x, make((3, 4), "uint8"), match="mask must be bool, got uint8")
+    check_raises("aten::masked_select", x, make((2, 4), "bool"), match="broadcast")
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

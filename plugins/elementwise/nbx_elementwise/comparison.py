@@ -11,7 +11,8 @@ import triton
 import triton.language as tl
 
 from nbx_core import dtypes as D
-from nbx_core.errors import NbxValueError, ShapeError
+from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
+from nbx_core.registry import get_registry
 from nbx_core.runtime.pointwise import pointwise
 from nbx_core.shape import broadcast_shapes
 from nbx_core.tensor import NBXTensor, empty_tensor
@@ -157,10 +158,22 @@ def clamp_min(self: NBXTensor, min: Any, *, out: NBXTensor | None = None) -> NBX
     return pointwise(op, _clamp_lo, self, bound, dtype=common, compute=D.int8 if common is D.bool_ else None, out=out)
 
 
-def where(condition: NBXTensor, self: Any, other: Any, *, out: NBXTensor | None = None) -> NBXTensor:
+_ABSENT: Any = object()
+
+
+def where(
+    condition: NBXTensor, self: Any = _ABSENT, other: Any = _ABSENT, *, out: NBXTensor | None = None
+) -> NBXTensor | tuple[NBXTensor, ...]:
     """``aten::where`` (self, ScalarSelf, ScalarOther, Scalar): ``condition ? self : other``,
-    broadcast over all three, in the promoted dtype of self and other."""
+    broadcast over all three, in the promoted dtype of self and other. With the condition alone
+    (``where.default``, ``torch.where(c)``): the indices of its nonzero elements, one int64 tensor
+    per dim, from ``aten::nonzero`` (nbx-index)."""
     op = "aten::where"
+    if self is _ABSENT and other is _ABSENT and out is None:
+        indices = get_registry().call("aten::nonzero", tensor_arg(op, condition, "condition"))
+        return tuple(indices[:, d] for d in range(condition.ndim))
+    if self is _ABSENT or other is _ABSENT:
+        raise NbxTypeError(f"{op}: give both self and other, or neither (the condition alone gives its indices)")
     check_dtype(
         op, tensor_arg(op, condition, "condition"), "condition", BOOL | {D.uint8}, fix="compare it with != 0 first"
     )

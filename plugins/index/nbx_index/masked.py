@@ -1,8 +1,9 @@
-"""``masked_scatter``: the source's elements, in row-major order, land where the mask is true.
+"""``masked_scatter`` and ``masked_select``: the source's elements, in row-major order, land where
+the mask is true; the elements where the mask is true, in row-major order, as a 1-D tensor.
 
-The mask's per-block counts come back to the host (see search.block_offsets) so that too short a
-source is an error before anything is written; then each element's rank among the true mask
-elements is its block's offset plus an in-block prefix sum.
+The mask's per-block counts come back to the host (see search.block_offsets): too short a source
+is an error before anything is written, and a selection's length is known before it is allocated.
+Each element's rank among the true mask elements is its block's offset plus an in-block prefix sum.
 """
 
 import triton
@@ -13,7 +14,7 @@ from nbx_core.errors import NbxTypeError, NbxValueError
 from nbx_core.ops import views as V
 from nbx_core.runtime.kernels.indexing import block_indices, needs_int64, strided_offsets
 from nbx_core.runtime.launch import block_size, cdiv, launch
-from nbx_core.shape import broadcast_shapes, coalesce
+from nbx_core.shape import broadcast_shapes, coalesce, numel
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor
 
 from .search import block_offsets
@@ -32,13 +33,49 @@ def _masked_scatter_kernel(out_ptr, x_ptr, m_ptr, s_ptr, off_ptr, n, total, shap
     tl.store(out_ptr + i, tl.where(take, s, x), mask=m)
 
 
+@triton.jit
+def _masked_select_kernel(out_ptr, x_ptr, m_ptr, off_ptr, n, total, shape, x_strides, m_strides,
+                          NDIM: tl.constexpr, BLOCK: tl.constexpr, INT64: tl.constexpr):
+    i, m = block_indices(n, BLOCK, INT64)
+    take = m & (tl.load(m_ptr + strided_offsets(i, shape, m_strides, NDIM), mask=m, other=0) != 0)
+    pos = tl.load(off_ptr + tl.program_id(0)) + tl.cumsum(take.to(tl.int64), axis=0) - 1
+    take = take & (pos < total)  # never past the elements counted
+    x = tl.load(x_ptr + strided_offsets(i, shape, x_strides, NDIM), mask=take)
+    tl.store(out_ptr + pos, x, mask=take)
+
+
+def _mask_arg(op: str, mask: NBXTensor) -> None:
+    if mask.dtype is not D.bool_:
+        raise NbxTypeError(f"{op}: mask must be bool, got {mask.dtype}: compare it (mask != 0) first")
+
+
+def masked_select(self: NBXTensor, mask: NBXTensor) -> NBXTensor:
+    """``aten::masked_select``: the elements of ``self`` (broadcast with ``mask``) where ``mask`` is
+    true, in row-major order, as a 1-D tensor; its length is read from the mask."""
+    op = "aten::masked_select"
+    check_device(op, self, mask)
+    _mask_arg(op, mask)
+    shape = broadcast_shapes(op, self.shape, mask.shape)
+    n = numel(shape)
+    if n == 0:
+        return empty_tensor((0,), self.dtype, self.device)
+    x, mk = V.expand(self, shape), V.expand(mask, shape)
+    block = block_size(n)
+    full = (tuple(shape), tuple(x.stride()), tuple(mk.stride())) if shape else ((1,), (0,), (0,))
+    offsets, total, _, _ = block_offsets(mk if shape else V.reshape(mk, (1,)), block)
+    out = empty_tensor((total,), self.dtype, self.device)
+    if total:
+        launch(_masked_select_kernel, (cdiv(n, block),), out, x, mk, offsets, n, total, *full,
+               NDIM=len(full[0]), BLOCK=block, INT64=needs_int64(n, x, mk))
+    return out
+
+
 def masked_scatter(self: NBXTensor, mask: NBXTensor, source: NBXTensor) -> NBXTensor:
     """``aten::masked_scatter``: ``self`` (broadcast with ``mask``) with ``source``'s leading
     elements written, in order, where ``mask`` is true."""
     op = "aten::masked_scatter"
     check_device(op, self, mask, source)
-    if mask.dtype is not D.bool_:
-        raise NbxTypeError(f"{op}: mask must be bool, got {mask.dtype}: compare it (mask != 0) first")
+    _mask_arg(op, mask)
     if source.dtype is not self.dtype:
         raise NbxTypeError(f"{op}: source has dtype {source.dtype} but self has {self.dtype}: cast source")
     shape = broadcast_shapes(op, self.shape, mask.shape)

@@ -8,7 +8,7 @@ _MODULES = {
     "nbx_index.gather": ["index_select", "gather"],
     "nbx_index.scatter": ["scatter", "scatter_add", "scatter_reduce", "index_add"],
     "nbx_index.advanced": ["index", "index_put", "index_put_"],
-    "nbx_index.masked": ["masked_scatter"],
+    "nbx_index.masked": ["masked_scatter", "masked_select"],
     "nbx_index.embedding": ["embedding", "_embedding_bag"],
     "nbx_index.sort": ["sort", "topk"],
     "nbx_index.search": ["nonzero", "bucketize", "isin"],
