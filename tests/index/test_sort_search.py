@@ -143,3 +143,20 @@ def test_isin_nan():
 def test_bad_dtypes():
     with pytest.raises(NbxError, match="bool"):
         run_op("aten::topk", make((3,), "bool"), 1)
+
+
+@pytest.mark.parametrize("dtype", SORT_DTYPES)
+def test_unique(dtype):
+    # torch.unique is aten::_unique2: values ascending, each element's index among them, counts.
+    x = make((3, 50), dtype, low=-6, high=6) if dtype != "bool" else make((3, 50), dtype)
+    for _, t in layouts(x):
+        check_op("aten::_unique2", t, True, True, True)
+    check_op("aten::_unique2", x, True, False, False)  # results not asked for are empty
+    check_op("aten::_unique2", x, False, True, False)  # torch's CPU kernel sorts then too
+    check_op("aten::_unique2", x[:1, :1], True, True, True)
+    check_op("aten::_unique2", make((0, 3), dtype), True, True, True)
+
+
+def test_unique_nan_is_never_equal_to_nan():
+    check_op("aten::_unique2", _special(40), True, True, True)  # every NaN its own value; -0.0 equals 0.0
+    check_raises("aten::_unique2", make((4,), "complex64"), match="complex input has no order")
