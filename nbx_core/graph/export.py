@@ -312,6 +312,10 @@ class _Exporter:
             )
         )
         env[node] = self.walk(decomposed.graph, sub_env, f"{name}/", depth + 1)
+        # The sizes the op reads from data are bound by the results of its decomposition.
+        results = env[node] if isinstance(env[node], list | tuple) else [env[node]]
+        named = [r["ref"] if isinstance(r, dict) and "ref" in r else None for r in results]
+        self._bind_data_symbols(node, name, named, env, where, name_results=False)
 
     def _emit(self, node: fx.Node, name: str, op_name: str, env: dict[fx.Node, Any], where: str) -> None:
         args = self._arg(list(node.args), env, where)
@@ -346,10 +350,17 @@ class _Exporter:
         self.assertions.append({"left": left, "op": op, "right": right})
 
     def _bind_data_symbols(
-        self, node: fx.Node, name: str, outputs: list[str | None], env: dict[fx.Node, Any], where: str
+        self,
+        node: fx.Node,
+        name: str,
+        outputs: list[str | None],
+        env: dict[fx.Node, Any],
+        where: str,
+        name_results: bool = True,
     ) -> None:
         """Declare the sizes ``node`` reads from data (torch's unbacked symbols: nonzero's count, an
-        ``item()``) as symbols its results bind at run time."""
+        ``item()``) as symbols its results (the values ``outputs`` names) bind at run time; with
+        ``name_results``, a result no node reads is given a name so that it can bind one."""
         from torch.fx.experimental.symbolic_shapes import resolve_unbacked_bindings
         from torch.utils._pytree import SequenceKey
 
@@ -370,7 +381,10 @@ class _Exporter:
                 # A view's data-dependent stride or offset: the kernel computes it; only a later use fails.
                 self.unnamed[symbol] = f"{where} binds it at {path}"
                 continue
-            value = outputs[index]
+            value = outputs[index] if index < len(outputs) else None
+            if value is None and not name_results:
+                self.unnamed[symbol] = f"{where} binds it at {path}, a result its decomposition does not name"
+                continue
             if value is None:  # a result no node reads still names the size it binds
                 value = outputs[index] = f"{name}.{index}"
                 env[node][index] = ref(value)

@@ -121,3 +121,23 @@ def test_where_with_a_condition_alone_returns_the_indices_per_dim(tmp_path):
         x = torch.randn(4, 5, generator=torch.Generator().manual_seed(seed))
         for got, want in zip(prog(x), _Indices()(x), strict=True):
             assert_close(got, want)
+
+
+class _Decomposed(nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        # argwhere and nonzero(as_tuple=True) have no kernel of their own: torch decomposes them into
+        # nonzero (and unbind), whose results bind the sizes the outer ops read from data.
+        return torch.argwhere(x > 0), *torch.nonzero(x < 0, as_tuple=True)
+
+
+def test_a_size_read_inside_a_decomposed_op_is_bound_by_its_decomposition(tmp_path):
+    path = export_module(_Decomposed(), (torch.randn(4, 5),), tmp_path / "decomposed.nbx")
+    sources = {s.source for s in read_graph(path).symbols.values()}
+    assert sources and all("/" in s for s in sources)  # results inside the decompositions
+    if not numeric():
+        return
+    prog = load(path)
+    for seed in (1, 2):
+        x = torch.randn(4, 5, generator=torch.Generator().manual_seed(seed))
+        for got, want in zip(prog(x), _Decomposed()(x), strict=True):
+            assert_close(got, want)
