@@ -157,6 +157,19 @@ def test_unique(dtype):
     check_op("aten::_unique2", make((0, 3), dtype), True, True, True)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int64", "bool"])
+def test_unique_consecutive(dtype):
+    x = make((4, 30), dtype, low=0, high=3) if dtype != "bool" else make((4, 30), dtype)
+    for _, t in layouts(x):
+        check_op("aten::unique_consecutive", t, True, True)
+    check_op("aten::unique_consecutive", x)
+    check_op("aten::unique_consecutive", make((0,), dtype), True, True)
+    check_op("aten::unique_consecutive", _special(20).to(getattr(torch, dtype)) if dtype != "bool" else x, True, True)
+    with pytest.raises(NbxError, match="runs along dim=0 have no kernel"):  # torch has them: NBX says so
+        run_op("aten::unique_consecutive", x, False, False, 0)
+
+
 def test_unique_nan_is_never_equal_to_nan():
-    check_op("aten::_unique2", _special(40), True, True, True)  # every NaN its own value; -0.0 equals 0.0
+    for dtype in (torch.float32, torch.bfloat16, torch.float16):  # every NaN its own value; -0.0 equals 0.0
+        check_op("aten::_unique2", _special(40).to(dtype), True, True, True)
     check_raises("aten::_unique2", make((4,), "complex64"), match="complex input has no order")

@@ -1,7 +1,9 @@
 """``_unique2`` (``torch.unique``): the distinct elements in ascending order, with each element's
-index among them and each one's count.
+index among them and each one's count; ``unique_consecutive``: the same over runs of equal
+elements, in their order.
 
-The flattened input is sorted (stable, NaN last: nbx_index.sort), so equal elements lie together;
+For ``_unique2`` the flattened input is sorted (stable, NaN last: nbx_index.sort), so equal
+elements lie together;
 a group starts where an element differs from the one before it (NaN differs from NaN, as in
 torch, so every NaN is its own group). The number of groups comes back to the host to size the
 result (search.block_offsets); each group's rank is its block's offset plus an in-block prefix sum.
@@ -11,8 +13,9 @@ import triton
 import triton.language as tl
 
 from nbx_core import dtypes as D
-from nbx_core.errors import NbxTypeError
+from nbx_core.errors import NbxTypeError, NbxValueError
 from nbx_core.ops import views as V
+from nbx_core.runtime.kernels.copy import contiguous_copy
 from nbx_core.runtime.kernels.indexing import block_indices, needs_int64
 from nbx_core.runtime.launch import block_size, cdiv, launch
 from nbx_core.tensor import NBXTensor, empty_tensor
@@ -26,6 +29,9 @@ def _starts_kernel(first_ptr, v_ptr, n, BLOCK: tl.constexpr, INT64: tl.constexpr
     i, m = block_indices(n, BLOCK, INT64)
     v = tl.load(v_ptr + i, mask=m)
     before = tl.load(v_ptr + i - 1, mask=m & (i > 0))
+    if v.dtype.is_fp16() or v.dtype.is_bf16():  # compared as numbers (-0.0 == 0.0), not as bits
+        v = v.to(tl.float32)
+        before = before.to(tl.float32)
     tl.store(first_ptr + i, ((i == 0) | (v != before)).to(tl.int8), mask=m)
 
 
@@ -40,6 +46,7 @@ def _groups_kernel(
     off_ptr,
     n,
     INVERSE: tl.constexpr,
+    SORTED: tl.constexpr,
     BLOCK: tl.constexpr,
     INT64: tl.constexpr,
 ):
@@ -49,7 +56,10 @@ def _groups_kernel(
     tl.store(values_ptr + rank, tl.load(v_ptr + i, mask=first), mask=first)
     tl.store(starts_ptr + rank, i.to(tl.int64), mask=first)
     if INVERSE:
-        tl.store(inverse_ptr + tl.load(order_ptr + i, mask=m, other=0), rank, mask=m)
+        if SORTED:  # element i of the sorted input came from position order[i]
+            tl.store(inverse_ptr + tl.load(order_ptr + i, mask=m, other=0), rank, mask=m)
+        else:
+            tl.store(inverse_ptr + i, rank, mask=m)
 
 
 @triton.jit
@@ -61,27 +71,29 @@ def _counts_kernel(counts_ptr, starts_ptr, groups, n, BLOCK: tl.constexpr):
     tl.store(counts_ptr + g, end - start, mask=m)
 
 
-def _unique2(
-    self: NBXTensor, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False
+def _flat(x: NBXTensor) -> NBXTensor:
+    """``x``'s elements in row-major order, in contiguous memory (the kernels read them at stride 1)."""
+    flat = V.reshape(x, (x.numel(),))
+    return flat if flat.stride() == (1,) or x.numel() < 2 else contiguous_copy(flat)
+
+
+def _groups(
+    op: str, flat: NBXTensor, order: NBXTensor | None, shape: tuple[int, ...], return_inverse: bool, return_counts: bool
 ) -> tuple[NBXTensor, NBXTensor, NBXTensor]:
-    """``aten::_unique2``: (the distinct elements, ascending; with ``return_inverse`` each element's
-    index among them, in self's shape; with ``return_counts`` how often each occurs). Results not
-    asked for are empty, as torch's. Always sorted: torch's ``sorted=False`` leaves the order open."""
-    op = "aten::_unique2"
-    if self.dtype.is_complex:
+    """(values, inverse, counts) of the runs of equal elements of the 1-D ``flat``; ``order`` is the
+    sort's permutation (None: ``flat`` is the input's own order); ``shape`` is the inverse's."""
+    if flat.dtype.is_complex:
         raise NbxTypeError(f"{op}: complex input has no order; unique the real and imaginary parts instead")
-    n = self.numel()
-    device = self.device
-    inverse = empty_tensor(self.shape if return_inverse else (0,), D.int64, device)
+    n, device = flat.shape[0], flat.device
+    inverse = empty_tensor(shape if return_inverse else (0,), D.int64, device)
     if n == 0:
-        return empty_tensor((0,), self.dtype, device), inverse, empty_tensor((0,), D.int64, device)
-    values_sorted, order = sort(V.reshape(self, (n,)), 0)
+        return empty_tensor((0,), flat.dtype, device), inverse, empty_tensor((0,), D.int64, device)
     block = block_size(n)
     wide = needs_int64(n)
     first = empty_tensor((n,), D.int8, device)
-    launch(_starts_kernel, (cdiv(n, block),), first, values_sorted, n, BLOCK=block, INT64=wide)
+    launch(_starts_kernel, (cdiv(n, block),), first, flat, n, BLOCK=block, INT64=wide)
     offsets, groups, _, _ = block_offsets(first, block)
-    values = empty_tensor((groups,), self.dtype, device)
+    values = empty_tensor((groups,), flat.dtype, device)
     starts = empty_tensor((groups,), D.int64, device)
     launch(
         _groups_kernel,
@@ -89,12 +101,13 @@ def _unique2(
         values,
         starts,
         inverse if return_inverse else starts,
-        values_sorted,
-        order,
+        flat,
+        order if order is not None else starts,
         first,
         offsets,
         n,
         INVERSE=bool(return_inverse),
+        SORTED=order is not None,
         BLOCK=block,
         INT64=wide,
     )
@@ -103,3 +116,30 @@ def _unique2(
         cb = block_size(groups)
         launch(_counts_kernel, (cdiv(groups, cb),), counts, starts, groups, n, BLOCK=cb)
     return values, inverse, counts
+
+
+def _unique2(
+    self: NBXTensor, sorted: bool = True, return_inverse: bool = False, return_counts: bool = False
+) -> tuple[NBXTensor, NBXTensor, NBXTensor]:
+    """``aten::_unique2``: (the distinct elements, ascending; with ``return_inverse`` each element's
+    index among them, in self's shape; with ``return_counts`` how often each occurs). Results not
+    asked for are empty, as torch's. Always sorted: torch's ``sorted=False`` leaves the order open."""
+    op = "aten::_unique2"
+    if self.dtype.is_complex or self.numel() == 0:
+        return _groups(op, _flat(self), None, self.shape, return_inverse, return_counts)
+    values_sorted, order = sort(V.reshape(self, (self.numel(),)), 0)
+    return _groups(op, values_sorted, order, self.shape, return_inverse, return_counts)
+
+
+def unique_consecutive(
+    self: NBXTensor, return_inverse: bool = False, return_counts: bool = False, dim: int | None = None
+) -> tuple[NBXTensor, NBXTensor, NBXTensor]:
+    """``aten::unique_consecutive``: the first element of each run of equal elements of the
+    flattened input, in order (with each element's run index, and each run's length)."""
+    op = "aten::unique_consecutive"
+    if dim is not None:
+        raise NbxValueError(
+            f"{op}: runs along dim={dim} have no kernel; call it without dim (on the "
+            "flattened input), or install a plugin that provides it"
+        )
+    return _groups(op, _flat(self), None, self.shape, return_inverse, return_counts)
