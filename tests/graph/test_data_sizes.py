@@ -105,6 +105,17 @@ def test_a_check_between_two_sizes_read_from_data_is_a_guard_checked_once_both_a
         prog(x, torch.tensor([-1.0, 5.0, 6.0, -7.0]))
 
 
+def _matches_torch_on_new_inputs(path, module: nn.Module) -> None:
+    """The program of ``path`` gives ``module``'s results on two other (4, 5) inputs (cpu backend)."""
+    if not numeric():
+        return
+    prog = load(path)
+    for seed in (1, 2):
+        x = torch.randn(4, 5, generator=torch.Generator().manual_seed(seed))
+        for got, want in zip(prog(x), module(x), strict=True):
+            assert_close(got, want)
+
+
 class _Indices(nn.Module):
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         return torch.where(x > 0)  # aten::where.default: one index tensor per dim, their length read from data
@@ -114,13 +125,7 @@ def test_where_with_a_condition_alone_returns_the_indices_per_dim(tmp_path):
     path = export_module(_Indices(), (torch.randn(4, 5),), tmp_path / "indices.nbx")
     (size,) = read_graph(path).symbols.values()
     assert (size.source, size.dim) == ("where.0", 0)
-    if not numeric():
-        return
-    prog = load(path)
-    for seed in (1, 2):
-        x = torch.randn(4, 5, generator=torch.Generator().manual_seed(seed))
-        for got, want in zip(prog(x), _Indices()(x), strict=True):
-            assert_close(got, want)
+    _matches_torch_on_new_inputs(path, _Indices())
 
 
 class _Decomposed(nn.Module):
@@ -134,10 +139,4 @@ def test_a_size_read_inside_a_decomposed_op_is_bound_by_its_decomposition(tmp_pa
     path = export_module(_Decomposed(), (torch.randn(4, 5),), tmp_path / "decomposed.nbx")
     sources = {s.source for s in read_graph(path).symbols.values()}
     assert sources and all("/" in s for s in sources)  # results inside the decompositions
-    if not numeric():
-        return
-    prog = load(path)
-    for seed in (1, 2):
-        x = torch.randn(4, 5, generator=torch.Generator().manual_seed(seed))
-        for got, want in zip(prog(x), _Decomposed()(x), strict=True):
-            assert_close(got, want)
+    _matches_torch_on_new_inputs(path, _Decomposed())
