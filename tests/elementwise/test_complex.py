@@ -98,3 +98,15 @@ def test_angle():
     check_op("aten::angle", torch.complex(make((0,)), make((0,))))
     for _, t in layouts(make((3, 4))):
         check_op("aten::angle", t)
+
+
+def test_abs_of_complex_is_its_magnitude():
+    # |stft(...)| is the spectrogram: torch's abs of complex64 is hypot(real, imag) in float32.
+    z = torch.complex(make((3, 4)), make((3, 4), seed=1))
+    check_op("aten::abs", z)
+    check_op("aten::abs", z.t())
+    a, b = torch.meshgrid(SPECIAL, SPECIAL, indexing="ij")  # inf beside NaN is inf; NaN otherwise NaN
+    check_op("aten::abs", torch.complex(a, b))
+    big = torch.tensor([3e38, 1e-40, 0.0, -2.5e38])  # no overflow or underflow in the squares
+    check_op("aten::abs", torch.complex(big, big.flip(0)))
+    check_op("aten::abs", torch.complex(make((0,)), make((0,))))

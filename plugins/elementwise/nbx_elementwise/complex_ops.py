@@ -127,6 +127,25 @@ def multiply(op: str, self: Any, other: Any, out: NBXTensor | None = None) -> NB
     return result if out is None else copy_(out, result)
 
 
+@triton.jit
+def _magnitude(re, im, sc):
+    # hypot without overflow or underflow: the larger part times sqrt(1 + (smaller / larger)^2).
+    a = tl.abs(re)
+    b = tl.abs(im)
+    hi = tl.maximum(a, b)
+    lo = tl.minimum(a, b)
+    r = lo / tl.where(hi == 0.0, 1.0, hi)
+    result = hi * tl.sqrt_rn(1.0 + r * r)
+    result = tl.where((a != a) | (b != b), float("nan"), result)
+    return tl.where((a == float("inf")) | (b == float("inf")), float("inf"), result)  # inf even beside NaN
+
+
+def magnitude(op: str, self: NBXTensor, out: NBXTensor | None = None) -> NBXTensor:
+    """``|self|`` of a complex64 tensor (NBX's one complex dtype), float32, as torch's hypot."""
+    pairs = view_as_real(self)
+    return pointwise(op, _magnitude, select(pairs, -1, 0), select(pairs, -1, 1), dtype=D.float32, out=out)
+
+
 def angle(self: NBXTensor, *, out: NBXTensor | None = None) -> NBXTensor:
     """``aten::angle``: ``atan2(imag, real)`` (float32) for complex64; 0 or pi for real inputs
     (integers give the default float), NaN kept."""

@@ -20,6 +20,7 @@ from nbx_core.tensor import NBXTensor
 from nbx_core.tensor.args import BOOL, REAL, int_arg, number_arg, tensor_arg
 
 from . import mathlib as M
+from .complex_ops import magnitude
 
 LOG10E = tl.constexpr(0.4342944819032518)
 
@@ -282,7 +283,17 @@ def _keep_dtype_unary(name: str, fn: Any, int_fn: Any) -> Callable[..., NBXTenso
     return wrapper
 
 
-abs = _keep_dtype_unary("abs", _abs, _abs)  # noqa: A001  (the ATen name)
+_abs_real = _keep_dtype_unary("abs", _abs, _abs)
+
+
+def abs(self: NBXTensor, *, out: NBXTensor | None = None) -> NBXTensor:  # noqa: A001  (the ATen name)
+    """``aten::abs``: keeps the dtype of a real input (bool refused, as in torch); a complex64
+    input gives its magnitude in float32 (a spectrogram: ``stft(...).abs()``)."""
+    if isinstance(self, NBXTensor) and self.dtype.is_complex:
+        return magnitude("aten::abs", self, out)
+    return _abs_real(self, out=out)
+
+
 neg = _keep_dtype_unary("neg", _neg, _neg)
 ceil = _keep_dtype_unary("ceil", _ceil, _same)
 floor = _keep_dtype_unary("floor", _floor, _same)
