@@ -1,4 +1,4 @@
-"""sum, mean, prod, trace and cumsum against torch."""
+"""sum, mean, prod, trace, cumsum, cumprod and logcumsumexp against torch."""
 
 from __future__ import annotations
 
@@ -140,6 +140,47 @@ def test_cumsum_edges() -> None:
     check_op("aten::cumsum", make((3, 4), "float16"), 1, dtype=torch.float32)
     check_op("aten::cumsum", torch.tensor([1.0, float("inf"), float("nan"), 2.0]), 0)
     check_raises("aten::cumsum", make((3, 4)), 2, match="out of range")
+
+
+@pytest.mark.parametrize("dtype", FLOATS + ["int32", "int64", "bool"])
+def test_cumprod(dtype: str) -> None:
+    # Values near 1 (and small integers) so that products stay finite over the scanned lengths.
+    x = make((3, 4, 5), dtype, low=-2, high=3) if dtype != "bool" else make((3, 4, 5), dtype)
+    if x.is_floating_point():
+        x = 1 + 0.3 * x
+    for dim in (0, 1, 2, -1):
+        check_op("aten::cumprod", x, dim)
+    for _, t in layouts(x[0]):
+        check_op("aten::cumprod", t, 1)
+        check_op("aten::cumprod", t, 0)
+
+
+def test_cumprod_edges() -> None:
+    check_op("aten::cumprod", make(()), 0)
+    check_op("aten::cumprod", make((0, 3)), 1)
+    check_op("aten::cumprod", 1 + 0.001 * make((2, 3000)), 1, rtol=1e-4, atol=1e-4)  # the carry across blocks
+    check_op("aten::cumprod", make((3, 4), "int32", low=-3, high=4), 1, dtype=torch.float32)
+    check_op("aten::cumprod", torch.tensor([2.0, 0.0, float("inf"), float("nan"), -1.0]), 0)
+    check_raises("aten::cumprod", make((3, 4)), 2, match="out of range")
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_logcumsumexp(dtype: str) -> None:
+    x = 20 * make((3, 4, 5), dtype)  # exp overflows float16 and bfloat16 here: the scan must not
+    for dim in (0, 1, 2, -1):
+        check_op("aten::logcumsumexp", x, dim)
+    for _, t in layouts(x[0]):
+        check_op("aten::logcumsumexp", t, 1)
+
+
+def test_logcumsumexp_edges() -> None:
+    inf, nan = float("inf"), float("nan")
+    check_op("aten::logcumsumexp", torch.tensor([-inf, -inf, 0.0, inf, 1.0, inf]), 0)
+    check_op("aten::logcumsumexp", torch.tensor([1.0, nan, 2.0]), 0)
+    check_op("aten::logcumsumexp", make((2, 3000)), 1, rtol=1e-4, atol=1e-4)  # the carry across blocks
+    check_op("aten::logcumsumexp", make(()), 0)
+    check_op("aten::logcumsumexp", make((0, 3)), 0)
+    check_raises("aten::logcumsumexp", make((3, 4), "int64"), 0, match="int64")
 
 
 def test_bad_inputs() -> None:

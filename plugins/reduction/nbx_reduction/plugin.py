@@ -22,7 +22,7 @@ _MODULES = {
     ],
     "nbx_reduction.moments": ["var", "std"],
     "nbx_reduction.norms": ["norm", "linalg_vector_norm"],
-    "nbx_reduction.scan": ["cumsum"],
+    "nbx_reduction.scan": ["cumsum", "cumprod", "logcumsumexp"],
     "nbx_reduction.losses": ["cross_entropy_loss", "nll_loss", "mse_loss"],
     "nbx_reduction.histogram": ["bincount", "histc"],
 }

@@ -1,7 +1,9 @@
-"""cumsum: a block scan (tl.cumsum) down the scanned dim, carrying each block's total to the next.
+"""cumsum, cumprod and logcumsumexp: a block scan down the scanned dim, carrying each block's total
+(sum, product, or log of the sum of exponentials) to the next.
 
 The input is seen as (O, K, I) like a reduction over ``dim``; a program scans ``BLOCK_I``
-neighbouring columns of one outer index, ``BLOCK_K`` steps at a time.
+neighbouring columns of one outer index, ``BLOCK_K`` steps at a time. The scans share the tiles
+of :data:`CUMSUM`: they move the same bytes.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from nbx_core.runtime.pointwise import tl_dtype
 from nbx_core.runtime.tuning import Key, Tunable, bucket
 from nbx_core.shape import wrap_dim
 from nbx_core.tensor import NBXTensor, empty_tensor
-from nbx_core.tensor.args import dtype_arg, int_arg, tensor_arg
+from nbx_core.tensor.args import FLOATING, dtype_arg, int_arg, tensor_arg
 
 from .engine import plan
 from .rules import DTYPES
@@ -48,9 +50,28 @@ CUMSUM = Tunable(
 the input's itemsize, the columns (I) and the scanned length (K)."""
 
 
+SUM, PROD, LOGSUMEXP = tl.constexpr(0), tl.constexpr(1), tl.constexpr(2)
+"""The scans' combining operations (the kernel's OP; constexprs, so that the kernel reads them)."""
+
+
 @triton.jit
-def _cumsum_kernel(x_ptr, out_ptr, K, I, so, sk, si, SRC: tl.constexpr, ACC: tl.constexpr,
-                   BLOCK_K: tl.constexpr, BLOCK_I: tl.constexpr, INT64: tl.constexpr):
+def _logaddexp(a, b):
+    # log(exp(a) + exp(b)) without overflow; equal arguments (both -inf or +inf) give a + log 2, and
+    # NaN in either gives NaN.
+    hi = tl.where(a > b, a, b)
+    lo = tl.where(a > b, b, a)
+    d = tl.where(lo == hi, 0.0, lo - hi)
+    return hi + tl.log(1.0 + tl.exp(d))
+
+
+@triton.jit
+def _multiply(a, b):
+    return a * b
+
+
+@triton.jit
+def _scan_kernel(x_ptr, out_ptr, K, I, so, sk, si, OP: tl.constexpr, SRC: tl.constexpr, ACC: tl.constexpr,
+                 BLOCK_K: tl.constexpr, BLOCK_I: tl.constexpr, INT64: tl.constexpr):
     o = tl.program_id(0)
     cols = tl.program_id(1) * BLOCK_I + tl.arange(0, BLOCK_I)
     kr = tl.arange(0, BLOCK_K)
@@ -61,36 +82,65 @@ def _cumsum_kernel(x_ptr, out_ptr, K, I, so, sk, si, SRC: tl.constexpr, ACC: tl.
     ok = cols < I
     base = o * so + cols * si
     out_base = o * K * I + cols
-    carry = tl.zeros([BLOCK_I], ACC)
+    if OP == SUM:
+        neutral = 0
+    elif OP == PROD:
+        neutral = 1
+    else:
+        neutral = float("-inf")
+    carry = tl.full([BLOCK_I], neutral, ACC)
     for k0 in range(0, K, BLOCK_K):
         k = kr + k0
         m = (k < K)[:, None] & ok[None, :]
         raw = tl.load(x_ptr + base[None, :] + k[:, None] * sk, mask=m)
-        x = tl.where(m, cast_to(cast_to(raw, SRC), ACC), 0)
-        tl.store(out_ptr + out_base[None, :] + k[:, None] * I,
-                 cast_to(tl.cumsum(x, axis=0) + carry[None, :], out_ptr.dtype.element_ty), mask=m)
-        carry += tl.sum(x, axis=0)
+        x = tl.where(m, cast_to(cast_to(raw, SRC), ACC), neutral)
+        if OP == SUM:
+            y = tl.cumsum(x, axis=0) + carry[None, :]
+            carry += tl.sum(x, axis=0)
+        elif OP == PROD:
+            y = tl.cumprod(x, axis=0) * carry[None, :]
+            carry = carry * tl.reduce(x, 0, _multiply)
+        else:
+            y = _logaddexp(tl.associative_scan(x, 0, _logaddexp), carry[None, :])
+            carry = _logaddexp(carry, tl.reduce(x, 0, _logaddexp))
+        tl.store(out_ptr + out_base[None, :] + k[:, None] * I, cast_to(y, out_ptr.dtype.element_ty), mask=m)
 
 
 def cumsum(self: NBXTensor, dim: int, *, dtype: Any = None) -> NBXTensor:
     """aten::cumsum along ``dim``; integer and bool inputs give int64 unless ``dtype=`` says otherwise."""
-    x = tensor_arg("cumsum", self, dtypes=DTYPES)
-    int_arg("cumsum", dim, "dim")
-    d = wrap_dim("cumsum", dim, x.ndim)
-    out_dtype = dtype_arg("cumsum", dtype, DTYPES) or (D.int64 if x.dtype.is_integral else x.dtype)
+    return _cumulative("cumsum", SUM, self, dim, dtype)
+
+
+def cumprod(self: NBXTensor, dim: int, *, dtype: Any = None) -> NBXTensor:
+    """aten::cumprod along ``dim``; integer and bool inputs give int64 unless ``dtype=`` says otherwise."""
+    return _cumulative("cumprod", PROD, self, dim, dtype)
+
+
+def logcumsumexp(self: NBXTensor, dim: int) -> NBXTensor:
+    """aten::logcumsumexp along ``dim``: ``log(cumsum(exp(self)))`` without overflow; floating inputs."""
+    return _cumulative("logcumsumexp", LOGSUMEXP, tensor_arg("logcumsumexp", self, dtypes=FLOATING), dim, None)
+
+
+def _cumulative(op: str, kind: tl.constexpr, self: NBXTensor, dim: int, dtype: Any) -> NBXTensor:
+    x = tensor_arg(op, self, dtypes=DTYPES)
+    int_arg(op, dim, "dim")
+    d = wrap_dim(op, dim, x.ndim)
+    out_dtype = dtype_arg(op, dtype, DTYPES) or (D.int64 if x.dtype.is_integral else x.dtype)
     out = empty_tensor(x.shape, out_dtype, x.device)
     if out.numel() == 0:
         return out
-    return scan(out, x, d)
+    return scan(out, x, d, kind=kind)
 
 
-def scan(out: NBXTensor, x: NBXTensor, dim: int, config: Mapping[str, int] | None = None) -> NBXTensor:
-    """Write the cumulative sum of ``x`` along ``dim`` (wrapped, ``x`` not empty) into ``out``, a
-    contiguous tensor of ``x``'s shape, and return it; ``config`` replaces the lookup of :data:`CUMSUM`."""
+def scan(out: NBXTensor, x: NBXTensor, dim: int, config: Mapping[str, int] | None = None, kind: tl.constexpr = SUM
+         ) -> NBXTensor:
+    """Write the cumulative sum (or, by ``kind``, product or log-sum-exp) of ``x`` along ``dim``
+    (wrapped, ``x`` not empty) into ``out``, a contiguous tensor of ``x``'s shape, and return it;
+    ``config`` replaces the lookup of :data:`CUMSUM`."""
     pl = plan(x, (dim,) if x.ndim else ())
     acc = D.compute_dtype(out.dtype) if out.dtype.is_floating_point else D.int64
     cfg = CUMSUM.choose(config, x.dtype.itemsize, pl.I, pl.K)
-    launch(_cumsum_kernel, (pl.O, cdiv(pl.I, cfg["BLOCK_I"])), pl.x, out, pl.K, pl.I, pl.so, pl.sk, pl.si,
-           SRC=tl_dtype(out.dtype), ACC=tl_dtype(acc), BLOCK_K=cfg["BLOCK_K"], BLOCK_I=cfg["BLOCK_I"],
+    launch(_scan_kernel, (pl.O, cdiv(pl.I, cfg["BLOCK_I"])), pl.x, out, pl.K, pl.I, pl.so, pl.sk, pl.si,
+           OP=kind.value, SRC=tl_dtype(out.dtype), ACC=tl_dtype(acc), BLOCK_K=cfg["BLOCK_K"], BLOCK_I=cfg["BLOCK_I"],
            INT64=needs_int64(pl.O * pl.K * pl.I, pl.x, out), num_warps=cfg["num_warps"])
     return out
