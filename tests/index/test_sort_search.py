@@ -121,6 +121,34 @@ def test_bucketize_nan_and_errors():
     check_raises("aten::bucketize", make((3,)), make((2, 2)), match="1-D")
 
 
+@pytest.mark.parametrize("right", [False, True])
+@pytest.mark.parametrize("dtype", ["float32", "int64"])
+def test_searchsorted(right, dtype):
+    seq = torch.tensor([-1, 0, 0, 2, 4]).to(getattr(torch, dtype))
+    x = make((3, 5), dtype, low=-2, high=5)
+    for _, t in layouts(x):
+        check_op("aten::searchsorted", seq, t, right=right)  # one sorted sequence for every value
+    check_op("aten::searchsorted", seq, x, side="right" if right else "left", out_int32=True)
+    check_op("aten::searchsorted.Scalar", seq, 0, right=right)
+    rows = torch.sort(make((3, 7), dtype, low=-3, high=3, seed=1), -1).values  # one sorted row per row of values
+    check_op("aten::searchsorted", rows, x, right=right)
+    check_op("aten::searchsorted", rows.t().contiguous().t(), x, right=right)  # a strided sorted_sequence
+    batched = torch.sort(make((2, 3, 6), dtype, low=-3, high=3, seed=2), -1).values
+    check_op("aten::searchsorted", batched, make((2, 3, 4), dtype, low=-4, high=4, seed=3), right=right)
+    unsorted = make((3, 7), dtype, low=-3, high=3, seed=4)
+    check_op("aten::searchsorted", unsorted, x, right=right, sorter=torch.argsort(unsorted, -1))
+    check_op("aten::searchsorted", seq, make((0,), dtype), right=right)
+
+
+def test_searchsorted_special_values_and_errors():
+    seq = torch.tensor([-float("inf"), -1.0, 0.0, 0.0, 2.0, float("inf")])
+    for right in (False, True):
+        check_op("aten::searchsorted", seq, torch.tensor([float("nan"), -float("inf"), 0.0, -0.0, 9.0]), right=right)
+    check_raises("aten::searchsorted", make((3, 4)), make((2, 4)), match="must agree in every dim but the last")
+    check_raises("aten::searchsorted", make((4,)), make((3,)), side="middle", match="side must be 'left' or 'right'")
+    check_raises("aten::searchsorted", make((4,)), make((3,)), right=True, side="left", match="disagree")
+
+
 @pytest.mark.parametrize("invert", [False, True])
 @pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "int64"])
 def test_isin(invert, dtype):

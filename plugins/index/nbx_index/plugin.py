@@ -12,7 +12,7 @@ _MODULES = {
     "nbx_index.embedding": ["embedding", "_embedding_bag"],
     "nbx_index.sort": ["sort", "topk"],
     "nbx_index.unique": ["_unique2", "unique_consecutive"],
-    "nbx_index.search": ["nonzero", "bucketize", "isin"],
+    "nbx_index.search": ["nonzero", "bucketize", "searchsorted", "isin"],
     "nbx_index.random": ["multinomial", "randperm"],
     "nbx_index.pad": [
         "constant_pad_nd",

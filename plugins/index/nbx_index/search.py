@@ -14,7 +14,7 @@ import triton
 import triton.language as tl
 
 from nbx_core import dtypes as D
-from nbx_core.errors import NbxTypeError
+from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
 from nbx_core.ops import views as V
 from nbx_core.runtime.kernels.copy import cast_to, contiguous_copy
 from nbx_core.runtime.kernels.indexing import block_indices, needs_int64, strided_offsets
@@ -23,6 +23,8 @@ from nbx_core.runtime.pointwise import tl_dtype
 from nbx_core.shape import coalesce
 from nbx_core.tensor import NBXTensor, check_device, empty_tensor, tensor
 from nbx_core.tensor.args import tensor_arg
+
+from .gather import gather
 
 
 @triton.jit
@@ -80,11 +82,13 @@ def nonzero(self: NBXTensor) -> NBXTensor:
 
 
 @triton.jit
-def _search_kernel(out_ptr, x_ptr, b_ptr, n, m, b_stride, steps, shape, strides,
-                   SIDE: tl.constexpr, COMP: tl.constexpr, NDIM: tl.constexpr, BLOCK: tl.constexpr,
-                   INT64: tl.constexpr):
+def _search_kernel(out_ptr, x_ptr, b_ptr, n, m, b_stride, steps, shape, strides, row_len,
+                   SIDE: tl.constexpr, COMP: tl.constexpr, NDIM: tl.constexpr, ROWS: tl.constexpr,
+                   BLOCK: tl.constexpr, INT64: tl.constexpr):
     i, mask = block_indices(n, BLOCK, INT64)
     v = cast_to(tl.load(x_ptr + strided_offsets(i, shape, strides, NDIM), mask=mask), COMP)
+    if ROWS:  # a sorted row per row of values: contiguous rows of m boundaries, row_len values each
+        b_ptr = b_ptr + (i // row_len).to(tl.int64) * m
     lo = tl.zeros([BLOCK], tl.int64)
     hi = tl.zeros([BLOCK], tl.int64) + m
     for _ in range(steps):
@@ -110,15 +114,21 @@ def _search_kernel(out_ptr, x_ptr, b_ptr, n, m, b_stride, steps, shape, strides,
 
 
 def _search(x: NBXTensor, b: NBXTensor, side: int, out_dtype: D.DType, comp: D.DType) -> NBXTensor:
+    """Per value of ``x``, its position in the sorted last dim of ``b``: one 1-D ``b`` for all values,
+    or (``b`` N-D) the row of ``b`` with the leading indices of the value's row."""
     out = empty_tensor(x.shape, out_dtype, x.device)
     n = x.numel()
     if n == 0:
         return out
+    rows = b.ndim > 1
+    if rows and not b.is_contiguous():
+        b = contiguous_copy(b)
     shape, (st,) = coalesce(x.shape, x.stride())
-    m = b.shape[0]
+    m = b.shape[-1]
     block = block_size(n)
-    launch(_search_kernel, (cdiv(n, block),), out, x, b, n, m, b.stride(0), (m + 1).bit_length(), shape, st,
-           SIDE=side, COMP=tl_dtype(D.compute_dtype(comp)), NDIM=len(shape), BLOCK=block, INT64=needs_int64(n, x))
+    launch(_search_kernel, (cdiv(n, block),), out, x, b, n, m, b.stride(-1), (m + 1).bit_length(), shape, st,
+           x.shape[-1] if rows else 1, SIDE=side, COMP=tl_dtype(D.compute_dtype(comp)), NDIM=len(shape), ROWS=rows,
+           BLOCK=block, INT64=needs_int64(n, x, b))
     return out
 
 
@@ -140,6 +150,38 @@ def bucketize(self: Any, boundaries: NBXTensor, *, out_int32: bool = False, righ
             raise NbxTypeError(f"{op}: {arg} has dtype {t.dtype}: use a real numeric dtype")
     comp = D.promote_types(x.dtype, boundaries.dtype)
     return _search(x, boundaries, 1 if right else 0, D.int32 if out_int32 else D.int64, comp)
+
+
+def searchsorted(sorted_sequence: NBXTensor, self: Any, *, out_int32: bool = False, right: bool = False,
+                 side: str | None = None, sorter: NBXTensor | None = None) -> NBXTensor:
+    """``aten::searchsorted`` (Tensor and Scalar): for each value, where it would go in the sorted
+    last dim of ``sorted_sequence`` (1-D: one sequence for all values; N-D: one per row of values,
+    with the same leading dims). ``right`` or ``side="right"`` puts equal values after; ``sorter``
+    gives the order that sorts an unsorted sequence."""
+    op = "aten::searchsorted"
+    seq = tensor_arg(op, sorted_sequence, "sorted_sequence")
+    x = self if isinstance(self, NBXTensor) else _scalar_tensor(self, seq.device)
+    check_device(op, x, seq)
+    if side is not None:
+        if side not in ("left", "right"):
+            raise NbxValueError(f"{op}: side must be 'left' or 'right', got {side!r}")
+        if right and side == "left":
+            raise NbxValueError(f"{op}: side='left' and right=True disagree: give one of them")
+        right = side == "right"
+    for t, arg in ((x, "self"), (seq, "sorted_sequence")):
+        if t.dtype.is_complex or t.dtype is D.bool_:
+            raise NbxTypeError(f"{op}: {arg} has dtype {t.dtype}: use a real numeric dtype")
+    if seq.ndim > 1 and (x.ndim != seq.ndim or x.shape[:-1] != seq.shape[:-1]):
+        raise ShapeError(f"{op}: sorted_sequence {list(seq.shape)} and values {list(x.shape)} must agree in "
+                         "every dim but the last (or sorted_sequence be 1-D)")
+    if sorter is not None:
+        tensor_arg(op, sorter, "sorter")
+        if sorter.shape != seq.shape or sorter.dtype is not D.int64:
+            raise ShapeError(f"{op}: sorter must be int64 of sorted_sequence's shape {list(seq.shape)}, got "
+                             f"{sorter.dtype} {list(sorter.shape)}")
+        seq = gather(seq, seq.ndim - 1, sorter)
+    comp = D.promote_types(x.dtype, seq.dtype)
+    return _search(x, seq, 1 if right else 0, D.int32 if out_int32 else D.int64, comp)
 
 
 def isin(elements: Any, test_elements: Any, *, assume_unique: bool = False, invert: bool = False) -> NBXTensor:
