@@ -34,6 +34,15 @@ def test_tril_triu(dtype, diagonal):
     check_raises("aten::triu", make((3,), dtype), match="2 dims")
 
 
+@pytest.mark.parametrize("op", ["aten::tril_indices", "aten::triu_indices"])
+def test_tril_triu_indices(op):
+    for row, col, offset in ((4, 4, 0), (3, 5, 1), (5, 3, -2), (4, 6, 9), (4, 6, -9), (0, 3, 0), (1, 1, 0)):
+        check_op(op, row, col, offset)
+    check_op(op, 3, 4, dtype=torch.int32)
+    check_raises(op, -1, 3, match="row must be non-negative")
+    check_raises(op, 3, 4, dtype=torch.float32, match="dtype must be int64 or int32")
+
+
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "int32", "bool"])
 def test_pixel_shuffle(dtype):
     check_op("aten::pixel_shuffle", make((2, 8, 3, 2), dtype), 2)

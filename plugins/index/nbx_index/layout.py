@@ -7,17 +7,20 @@ of a diagonal. repeat_interleave builds its source index with a device prefix su
 (the total is read back to size the result) and a binary search, then gathers with index_select.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 import triton
 import triton.language as tl
 
 from nbx_core import dtypes as D
-from nbx_core.errors import NbxValueError, ShapeError
+from nbx_core.backend import default_device
+from nbx_core.device import as_device
+from nbx_core.errors import NbxTypeError, NbxValueError, ShapeError
 from nbx_core.ops import creation
 from nbx_core.ops import views as V
-from nbx_core.ops.layout import suggest_memory_format
+from nbx_core.ops.layout import check_layout, suggest_memory_format
 from nbx_core.runtime import checks
 from nbx_core.runtime.kernels.copy import copy_into
 from nbx_core.runtime.kernels.index_range import flag_for
@@ -25,7 +28,7 @@ from nbx_core.runtime.kernels.indexing import block_indices, needs_int64, stride
 from nbx_core.runtime.launch import TRAITS, block_size, cdiv, launch
 from nbx_core.runtime.pointwise import pointwise
 from nbx_core.shape import wrap_dim, wrap_dims
-from nbx_core.tensor import NBXTensor, check_device, empty_tensor
+from nbx_core.tensor import NBXTensor, check_device, empty_tensor, tensor
 from nbx_core.tensor.args import INDEX, check_min_ndim, int_arg, tensor_arg
 
 
@@ -135,6 +138,53 @@ def tril(self: NBXTensor, diagonal: int = 0) -> NBXTensor:
 def triu(self: NBXTensor, diagonal: int = 0) -> NBXTensor:
     """``aten::triu``: zero the elements below the ``diagonal``-th diagonal of the last two dims."""
     return _tri("aten::triu", self, diagonal, True)
+
+
+def _indices_op(name: str, upper: bool) -> Callable[..., NBXTensor]:
+    op = f"aten::{name}"
+    side = "above" if upper else "below"
+
+    def indices(
+        row: int,
+        col: int,
+        offset: int = 0,
+        *,
+        dtype: Any = None,
+        layout: Any = None,
+        device: Any = None,
+        pin_memory: Any = None,
+    ) -> NBXTensor:
+        return _tri_indices(op, row, col, offset, dtype, layout, device, upper=upper)
+
+    indices.__name__ = indices.__qualname__ = name
+    indices.__doc__ = (
+        f"``{op}``: the (row, column) indices of a ``row`` x ``col`` matrix on and {side} its "
+        "``offset``-th diagonal, row by row, as a 2 x N int64 (or int32) tensor."
+    )
+    return indices
+
+
+tril_indices = _indices_op("tril_indices", upper=False)
+triu_indices = _indices_op("triu_indices", upper=True)
+
+
+def _tri_indices(
+    op: str, row: int, col: int, offset: int, dtype: Any, layout: Any, device: Any, *, upper: bool
+) -> NBXTensor:
+    # The indices depend on the sizes alone: made on the host and copied over, as torch's CPU kernel.
+    for value, arg in ((row, "row"), (col, "col")):
+        int_arg(op, value, arg)
+        if value < 0:
+            raise NbxValueError(f"{op}: {arg} must be non-negative, got {value}")
+    int_arg(op, offset, "offset")
+    check_layout(op, layout)
+    out_dtype = D.as_dtype(dtype) if dtype is not None else D.int64
+    if out_dtype not in (D.int64, D.int32):
+        raise NbxTypeError(f"{op}: dtype must be int64 or int32, got {out_dtype}")
+    pick = np.triu_indices if upper else np.tril_indices
+    rows, cols = pick(row, offset, col) if row and col else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    pairs = np.stack([rows, cols]).astype(out_dtype.np)
+    return tensor(pairs, device=as_device(device) if device is not None else default_device())
 
 
 def _factor(op: str, x: NBXTensor, r: int, arg: str) -> int:

@@ -24,7 +24,17 @@ _MODULES = {
         "replication_pad2d",
         "replication_pad3d",
     ],
-    "nbx_index.layout": ["flip", "roll", "tril", "triu", "pixel_shuffle", "pixel_unshuffle", "repeat_interleave"],
+    "nbx_index.layout": [
+        "flip",
+        "roll",
+        "tril",
+        "triu",
+        "tril_indices",
+        "triu_indices",
+        "pixel_shuffle",
+        "pixel_unshuffle",
+        "repeat_interleave",
+    ],
 }
 
 NAMES = [f"aten::{op}" for ops in _MODULES.values() for op in ops]
