@@ -193,8 +193,13 @@ def test_unique_consecutive(dtype):
     check_op("aten::unique_consecutive", x)
     check_op("aten::unique_consecutive", make((0,), dtype), True, True)
     check_op("aten::unique_consecutive", _special(20).to(getattr(torch, dtype)) if dtype != "bool" else x, True, True)
-    with pytest.raises(NbxError, match="runs along dim=0 have no kernel"):  # torch has them: NBX says so
-        run_op("aten::unique_consecutive", x, False, False, 0)
+    # Runs of equal slices along a dim: rows repeated so that runs exist.
+    rows = x[torch.tensor([0, 0, 1, 2, 2, 2, 3, 1])]
+    for dim in (0, -2):
+        check_op("aten::unique_consecutive", rows, True, True, dim)
+    check_op("aten::unique_consecutive", rows.t(), True, True, 1)
+    check_op("aten::unique_consecutive", rows.reshape(2, 4, 30), False, True, 1)
+    check_op("aten::unique_consecutive", make((2, 0, 3), dtype), True, True, 1)
 
 
 def test_unique_nan_is_never_equal_to_nan():

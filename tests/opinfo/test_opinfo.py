@@ -29,9 +29,7 @@ from . import harness  # noqa: E402
 from .allowlist import divergence  # noqa: E402
 
 # Real gaps, not divergences: strict xfails, so that fixing one fails the test until it is removed here.
-KNOWN_BUGS: dict[str, str] = {
-    "unique_consecutive": "unique_consecutive along a dim has no kernel (its samples pass dim=1): NbxValueError",
-}
+KNOWN_BUGS: dict[str, str] = {}
 
 _OPS = {harness.key(op): op for op in op_db}
 CASES = [
