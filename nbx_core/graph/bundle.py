@@ -95,10 +95,9 @@ def signatures(graph: Graph, sizes: Mapping[str, Sequence[int]]) -> list[dict[st
                 )
             values = [symbol.example]
         for value in values:
-            if value < symbol.min or (symbol.max is not None and value > symbol.max):
-                top = "" if symbol.max is None else symbol.max
+            if not symbol.admits(value):
                 raise GraphInputError(
-                    f"{graph.file}: {name}={value} lies outside the exported range {symbol.min}..{top}"
+                    f"{graph.file}: {name}={value} lies outside the exported range {symbol.range_text}"
                 )
         choices.append([(name, v) for v in dict.fromkeys(values)])
     return [dict(combo) for combo in itertools.product(*choices)]

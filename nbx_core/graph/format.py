@@ -105,6 +105,14 @@ class SymbolSpec:
     source: str | None = None
     dim: int | None = None
 
+    def admits(self, size: int) -> bool:
+        """Whether ``size`` lies in the symbol's range."""
+        return self.min <= size and (self.max is None or size <= self.max)
+
+    @property
+    def range_text(self) -> str:
+        return f"{self.min}..{'' if self.max is None else self.max}"
+
 
 @dataclass(frozen=True)
 class TensorSpec:
@@ -214,6 +222,10 @@ class Guard:
 
     def holds(self, dims: Mapping[str, int]) -> bool:
         return RELATIONS[self.op](self.left(dims), self.right(dims))
+
+    def bound_text(self, dims: Mapping[str, int]) -> str:
+        """The values ``dims`` gives the guard's symbols (``n=6, u0=7``), for messages."""
+        return ", ".join(f"{s}={dims[s]}" for s in sorted(self.left.symbols | self.right.symbols))
 
 
 @dataclass(frozen=True)

@@ -324,12 +324,11 @@ class Program:
             self._check_exprs(spec, env[spec.name], dims, f"input {spec.name!r}", GraphInputError)
         for guard in self._input_guards:
             if not guard.holds(dims):
-                bound = ", ".join(f"{s}={dims[s]}" for s in sorted(guard.left.symbols | guard.right.symbols))
                 raise GraphInputError(
-                    f"{file}: these inputs ({bound}) break a condition torch.export recorded for the graph, "
-                    f"{guard.text} ({guard.left(dims)} {guard.op} {guard.right(dims)}): the model was traced on "
-                    "a path valid only where it holds (a value cached for one size, a branch on a size). Run it "
-                    "on inputs that meet it, or export again from a fresh module with these sizes"
+                    f"{file}: these inputs ({guard.bound_text(dims)}) break a condition torch.export recorded for "
+                    f"the graph, {guard.text} ({guard.left(dims)} {guard.op} {guard.right(dims)}): the model was "
+                    "traced on a path valid only where it holds (a value cached for one size, a branch on a size). "
+                    "Run it on inputs that meet it, or export again from a fresh module with these sizes"
                 )
         return env, dims
 
@@ -531,10 +530,9 @@ class Program:
                                           f"{dims[name]}; dims named {name} must agree")
                 continue
             symbol = self.graph.symbols[name]
-            if got < symbol.min or (symbol.max is not None and got > symbol.max):
-                bound = f"{symbol.min}..{'' if symbol.max is None else symbol.max}"
-                raise GraphInputError(f"{file}: {here} ({name}) is {got}, outside the exported range {bound}; "
-                                      "re-export with a wider torch.export.Dim range")
+            if not symbol.admits(got):
+                raise GraphInputError(f"{file}: {here} ({name}) is {got}, outside the exported range "
+                                      f"{symbol.range_text}; re-export with a wider torch.export.Dim range")
             dims[name], dims.origin[name] = got, here
 
     def _bind_data_symbols(self, node: Node, env: Mapping[str, Any], dims: _Dims) -> None:
@@ -545,17 +543,16 @@ class Program:
                 continue
             for spec in self._binders.get(name, ()):
                 got = _data_size(where, spec, env[name])
-                if got < spec.min or (spec.max is not None and got > spec.max):
-                    bound = f"{spec.min}..{'' if spec.max is None else spec.max}"
+                if not spec.admits(got):
                     raise GraphInputError(f"{where}: the size it reads from data, {spec.name} = {got}, is outside "
-                                          f"the range {bound} the model states (torch._check); these inputs break it")
+                                          f"the range {spec.range_text} the model states (torch._check); these "
+                                          "inputs break it")
                 dims[spec.name], dims.origin[spec.name] = got, f"{where} (read from data)"
         for guard in self._data_guards.get(node.index, ()):
             if not guard.holds(dims):
-                bound = ", ".join(f"{s}={dims[s]}" for s in sorted(guard.left.symbols | guard.right.symbols))
                 raise GraphInputError(
                     f"{where}: the size it reads from data breaks a condition the model states on it "
-                    f"(torch._check), {guard.text} ({bound}); these inputs break it"
+                    f"(torch._check), {guard.text} ({guard.bound_text(dims)}); these inputs break it"
                 )
 
     def _check_exprs(self, spec: TensorSpec, tensor: NBXTensor, dims: Mapping[str, int], what: str,

@@ -186,7 +186,7 @@ class _Decoder:
                 raise _fail(GraphFormatError, where, f"symbolic int {_show(body)} uses undeclared symbols {unknown}")
             for name in sorted(expr.symbols):
                 source = self.symbols[name].source
-                if source is not None and not self.defined.get(source, "").startswith("an output of node"):
+                if source is not None and not _node_output(self.defined, source):
                     raise _fail(
                         GraphReferenceError,
                         where,
@@ -218,6 +218,15 @@ class _Decoder:
                 hint = "no input, weight or earlier node output has that name"
             raise _fail(GraphReferenceError, where, f"refers to undefined value {_show(name)}; {hint}")
         return Ref(name)
+
+
+_NODE_OUTPUT = "an output of node"
+"""How ``defined`` describes a node's result."""
+
+
+def _node_output(defined: Mapping[str, str], name: str) -> bool:
+    """Whether ``name`` is defined as a node's result (not an input or a weight)."""
+    return defined.get(name, "").startswith(_NODE_OUTPUT)
 
 
 def _define(defined: dict[str, str], name: Any, what: str, where: str) -> str:
@@ -387,7 +396,7 @@ def parse_document(doc: Any, path: Path) -> Graph:
             )
         if not outputs:
             raise _fail(GraphArityError, where, "declares no outputs: list one name (or null) per result")
-        names = tuple(None if o is None else _define(defined, o, f"an output of node {i}", where) for o in outputs)
+        names = tuple(None if o is None else _define(defined, o, f"{_NODE_OUTPUT} {i}", where) for o in outputs)
         nodes.append(Node(i, name, op, args, kwargs, names))
 
     outputs = []
@@ -410,7 +419,7 @@ def parse_document(doc: Any, path: Path) -> Graph:
             raise _fail(GraphReferenceError, where, f"target {target!r} is not a {kind.replace('_', ' ')} of the graph")
         mutations.append(Mutation(value, kind, target))
     for symbol in symbols.values():
-        if symbol.source is not None and not defined.get(symbol.source, "").startswith("an output of node"):
+        if symbol.source is not None and not _node_output(defined, symbol.source):
             raise _fail(
                 GraphReferenceError,
                 f"{file}: symbol {symbol.name!r}",
@@ -437,7 +446,8 @@ def _no_data_symbols(shape: Any, symbols: Mapping[str, SymbolSpec], where: str, 
 
 
 def _guards(doc: Mapping[str, Any], file: Path, symbols: Mapping[str, SymbolSpec]) -> tuple[Guard, ...]:
-    """The optional "guards": conditions on the input dims, each {"left", "op", "right"}."""
+    """The optional "guards": conditions on sizes (input dims, and sizes read from data), each
+    {"left", "op", "right"}."""
     found = []
     for i, raw in enumerate(_get(doc, "guards", list, str(file)) if "guards" in doc else []):
         where = f"{file}: guards[{i}]"

@@ -25,22 +25,19 @@ def needs_int64(n: int, *tensors: Strided) -> bool:
     """Whether a flat index or an element offset of a launch over ``n`` elements can pass 2**31."""
     if n > _INT32_MAX:
         return True
-    for t in tensors:
-        if sum(abs(st) * (s - 1) for s, st in zip(t.shape, t.stride(), strict=True)) > _INT32_MAX:
-            return True
-    return False
+    return any(_reach(t.shape, t.stride()) > _INT32_MAX for t in tensors)
 
 
 def slice_needs_int64(*parts: tuple[Strided | None, int]) -> bool:
     """Whether an element offset within one slice of a tensor can pass 2**31, for kernels that index
     the leading dims in int64 and the rest in int32: each part is a tensor (None: skipped) and the
     first dim of its slice."""
-    for t, first in parts:
-        if t is not None:
-            reach = sum(abs(st) * (s - 1) for s, st in zip(t.shape[first:], t.stride()[first:], strict=True))
-            if reach > _INT32_MAX:
-                return True
-    return False
+    return any(t is not None and _reach(t.shape[first:], t.stride()[first:]) > _INT32_MAX for t, first in parts)
+
+
+def _reach(shape: tuple[int, ...], strides: tuple[int, ...]) -> int:
+    """The largest element offset from the first element of a view (strides may be negative)."""
+    return sum(abs(st) * (s - 1) for s, st in zip(shape, strides, strict=True))
 
 
 @triton.jit

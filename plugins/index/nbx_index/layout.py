@@ -182,8 +182,7 @@ def _tri_indices(
     if out_dtype not in (D.int64, D.int32):
         raise NbxTypeError(f"{op}: dtype must be int64 or int32, got {out_dtype}")
     pick = np.triu_indices if upper else np.tril_indices
-    rows, cols = pick(row, offset, col) if row and col else (np.zeros(0, np.int64), np.zeros(0, np.int64))
-    pairs = np.stack([rows, cols]).astype(out_dtype.np)
+    pairs = np.stack(pick(row, offset, col)).astype(out_dtype.np)
     return tensor(pairs, device=as_device(device) if device is not None else default_device())
 
 

@@ -44,6 +44,21 @@ def _masked_select_kernel(out_ptr, x_ptr, m_ptr, off_ptr, n, total, shape, x_str
     tl.store(out_ptr + pos, x, mask=take)
 
 
+class _Masked:
+    """``self`` and ``mask`` expanded to their broadcast ``shape`` (not empty), the launch geometry
+    over it, and the mask's true elements: per-block offsets (read back to the host) and total."""
+
+    def __init__(self, self_: NBXTensor, mask: NBXTensor, shape: tuple[int, ...]) -> None:
+        self.x, self.mask = V.expand(self_, shape), V.expand(mask, shape)
+        self.n = numel(shape)
+        self.block = block_size(self.n)
+        self.grid = (cdiv(self.n, self.block),)
+        scalar = ((1,), (0,), (0,))  # a 0-dim shape is launched as one element
+        self.geometry = (tuple(shape), tuple(self.x.stride()), tuple(self.mask.stride())) if shape else scalar
+        flat_mask = self.mask if shape else V.reshape(self.mask, (1,))
+        self.offsets, self.total, _, _ = block_offsets(flat_mask, self.block)
+
+
 def _mask_arg(op: str, mask: NBXTensor) -> None:
     if mask.dtype is not D.bool_:
         raise NbxTypeError(f"{op}: mask must be bool, got {mask.dtype}: compare it (mask != 0) first")
@@ -56,17 +71,13 @@ def masked_select(self: NBXTensor, mask: NBXTensor) -> NBXTensor:
     check_device(op, self, mask)
     _mask_arg(op, mask)
     shape = broadcast_shapes(op, self.shape, mask.shape)
-    n = numel(shape)
-    if n == 0:
+    if numel(shape) == 0:
         return empty_tensor((0,), self.dtype, self.device)
-    x, mk = V.expand(self, shape), V.expand(mask, shape)
-    block = block_size(n)
-    full = (tuple(shape), tuple(x.stride()), tuple(mk.stride())) if shape else ((1,), (0,), (0,))
-    offsets, total, _, _ = block_offsets(mk if shape else V.reshape(mk, (1,)), block)
-    out = empty_tensor((total,), self.dtype, self.device)
-    if total:
-        launch(_masked_select_kernel, (cdiv(n, block),), out, x, mk, offsets, n, total, *full,
-               NDIM=len(full[0]), BLOCK=block, INT64=needs_int64(n, x, mk))
+    m = _Masked(self, mask, shape)
+    out = empty_tensor((m.total,), self.dtype, self.device)
+    if m.total:
+        launch(_masked_select_kernel, m.grid, out, m.x, m.mask, m.offsets, m.n, m.total, *m.geometry,
+               NDIM=len(m.geometry[0]), BLOCK=m.block, INT64=needs_int64(m.n, m.x, m.mask))
     return out
 
 
@@ -83,16 +94,12 @@ def masked_scatter(self: NBXTensor, mask: NBXTensor, source: NBXTensor) -> NBXTe
     n = out.numel()
     if n == 0:
         return out
-    x = V.expand(self, shape)
-    mk = V.expand(mask, shape)
-    block = block_size(n)
-    full = (tuple(shape), tuple(x.stride()), tuple(mk.stride())) if shape else ((1,), (0,), (0,))
-    offsets, total, _, _ = block_offsets(mk if shape else V.reshape(mk, (1,)), block)
-    if total > source.numel():
-        raise NbxValueError(f"{op}: the mask selects {total} elements but source has only {source.numel()}: "
+    m = _Masked(self, mask, shape)
+    if m.total > source.numel():
+        raise NbxValueError(f"{op}: the mask selects {m.total} elements but source has only {source.numel()}: "
                             "pass a source with at least as many elements as the mask has true values")
     s_shape, (s_st,) = coalesce(source.shape, source.stride()) if source.numel() else ((1,), ((0,),))
     src = source if source.numel() else self
-    launch(_masked_scatter_kernel, (cdiv(n, block),), out, x, mk, src, offsets, n, total, *full, s_shape, s_st,
-           NDIM=len(full[0]), SDIM=len(s_shape), BLOCK=block, INT64=needs_int64(n, x, mk, source))
+    launch(_masked_scatter_kernel, m.grid, out, m.x, m.mask, src, m.offsets, n, m.total, *m.geometry, s_shape,
+           s_st, NDIM=len(m.geometry[0]), SDIM=len(s_shape), BLOCK=m.block, INT64=needs_int64(n, m.x, m.mask, source))
     return out

@@ -82,7 +82,7 @@ def _min_combine(a, b):
 
 
 @triton.jit
-def _mul_combine(a, b):
+def mul_combine(a, b):
     return a * b
 
 
@@ -231,7 +231,7 @@ def _reduce(x_ptr, base, ok, kr, k_lo, K, count, sk, p, corr,
     if OP == 0:
         r = tl.sum(acc, axis=AXIS)
     elif OP == 1:
-        r = tl.reduce(acc, AXIS, _mul_combine)
+        r = tl.reduce(acc, AXIS, mul_combine)
     elif OP == 2:
         r = tl.reduce(acc, AXIS, _max_combine)
     elif OP == 3:

@@ -25,7 +25,7 @@ from nbx_core.shape import wrap_dim
 from nbx_core.tensor import NBXTensor, empty_tensor
 from nbx_core.tensor.args import FLOATING, dtype_arg, int_arg, tensor_arg
 
-from .engine import plan
+from .engine import mul_combine, plan
 from .rules import DTYPES
 
 
@@ -65,11 +65,6 @@ def _logaddexp(a, b):
 
 
 @triton.jit
-def _multiply(a, b):
-    return a * b
-
-
-@triton.jit
 def _scan_kernel(x_ptr, out_ptr, K, I, so, sk, si, OP: tl.constexpr, SRC: tl.constexpr, ACC: tl.constexpr,
                  BLOCK_K: tl.constexpr, BLOCK_I: tl.constexpr, INT64: tl.constexpr):
     o = tl.program_id(0)
@@ -99,7 +94,7 @@ def _scan_kernel(x_ptr, out_ptr, K, I, so, sk, si, OP: tl.constexpr, SRC: tl.con
             carry += tl.sum(x, axis=0)
         elif OP == PROD:
             y = tl.cumprod(x, axis=0) * carry[None, :]
-            carry = carry * tl.reduce(x, 0, _multiply)
+            carry = carry * tl.reduce(x, 0, mul_combine)
         else:
             y = _logaddexp(tl.associative_scan(x, 0, _logaddexp), carry[None, :])
             carry = _logaddexp(carry, tl.reduce(x, 0, _logaddexp))
